@@ -1,0 +1,21 @@
+package fullwindow.sql
+
+import org.apache.spark.sql.SparkSessionExtensions
+import org.apache.spark.sql.fullwindow.FullWindowStrategy
+import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWindowRuntimeMode, DropUnusedFullWindowHint, ResolveFullWindowHint}
+
+/**
+ * Registers fullwindow with a SparkSession:
+ * `spark.sql.extensions=fullwindow.sql.FullWindowExtensions`.
+ *
+ * It only wires the pieces together; each lives in its own file.
+ */
+class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(ext: SparkSessionExtensions): Unit = {
+    ext.injectHintResolutionRule(_ => ResolveFullWindowHint)
+    ext.injectResolutionRule(_ => ApplyFullWindowHint)
+    ext.injectPostHocResolutionRule(_ => DropUnusedFullWindowHint)
+    ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))
+    ext.injectPlannerStrategy(_ => FullWindowStrategy)
+  }
+}

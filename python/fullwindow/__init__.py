@@ -1,0 +1,40 @@
+"""fullwindow: Flink-style full-window (bounded) processing for Spark DataFrames.
+
+>>> import fullwindow
+>>> spark = fullwindow.session(master="local[2]")
+>>> df = spark.range(10).selectExpr("id % 3 AS k", "id AS v").repartition(2)
+>>> df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
+
+Importing the package adds ``DataFrame.fullWindowPartition``.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from fullwindow._jvm import EXTENSION_CLASS, jar_path
+from fullwindow._order import Order
+from fullwindow._session import configure, session
+from fullwindow.errors import (ConfigurationError, FullWindowAnalysisError, FullWindowError,
+                               FullWindowSetupError, FullWindowTypeError, FullWindowValueError,
+                               KeyNotSortableError, StreamingNotSupportedError)
+from fullwindow.partition import PartitionWindowedDataFrame
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigurationError", "EXTENSION_CLASS", "FullWindowAnalysisError", "FullWindowError",
+    "FullWindowSetupError", "FullWindowTypeError", "FullWindowValueError", "KeyNotSortableError",
+    "Order", "PartitionWindowedDataFrame", "StreamingNotSupportedError", "configure",
+    "jar_path", "session",
+]
+
+
+def _full_window_partition(self: DataFrame) -> PartitionWindowedDataFrame:
+    """One full window per partition of this DataFrame (no exchange; partition count kept).
+
+    >>> df.fullWindowPartition().sortPartition(0).show()
+    """
+    return PartitionWindowedDataFrame(self)
+
+
+DataFrame.fullWindowPartition = _full_window_partition  # type: ignore[attr-defined]

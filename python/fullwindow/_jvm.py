@@ -1,0 +1,125 @@
+"""The only door from Python into the JVM side of fullwindow."""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, TypeVar
+
+from pyspark.sql import DataFrame, SparkSession
+
+from fullwindow.errors import (FullWindowAnalysisError, FullWindowError, FullWindowSetupError,
+                               class_for_kind)
+
+EXTENSION_CLASS = "fullwindow.sql.FullWindowExtensions"
+_FACADE = "org.apache.spark.sql.fullwindow.FullWindowPython"
+_JVM_ERROR = "org.apache.spark.sql.fullwindow.FullWindowAnalysisException"
+
+
+def jar_path() -> str:
+    """The path of the extension jar shipped inside this package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "fullwindow.jar")
+
+
+_HOW_TO_FIX = (
+    "Build the session with fullwindow.session(...) or "
+    "fullwindow.configure(SparkSession.builder)...getOrCreate(), which put the jar on the class "
+    "path and set spark.sql.extensions={ext}. With spark-submit or pyspark, pass "
+    "--jars {jar} --conf spark.sql.extensions={ext}. Such settings only take effect when the "
+    "JVM starts: stop any running session first."
+)
+
+
+def _how_to_fix() -> str:
+    return _HOW_TO_FIX.format(ext=EXTENSION_CLASS, jar=jar_path())
+
+
+def _session_of(source: DataFrame | SparkSession | None) -> SparkSession:
+    if source is not None:
+        if type(source).__module__.startswith("pyspark.sql.connect"):
+            raise FullWindowSetupError(
+                "fullwindow needs a classic SparkSession; Spark Connect sessions cannot load "
+                "JVM extensions on the client. Use fullwindow.session() instead of a remote "
+                "session.")
+        return source if isinstance(source, SparkSession) else source.sparkSession
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise FullWindowSetupError("there is no active SparkSession. " + _how_to_fix())
+    return spark
+
+
+def facade(source: DataFrame | SparkSession | None = None) -> Any:
+    """The JVM facade object for a session (given, of a DataFrame, or the active one), checked:
+    the jar must be loadable and the extension registered with the session."""
+    spark = _session_of(source)
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise FullWindowSetupError("the SparkSession has no JVM (Spark Connect?). " + _how_to_fix())
+    from py4j.java_gateway import JavaClass
+
+    cls = jvm
+    for part in _FACADE.split("."):
+        cls = getattr(cls, part)
+    if not isinstance(cls, JavaClass):
+        raise FullWindowSetupError(
+            "the fullwindow jar is not on the driver's class path. " + _how_to_fix())
+    obj = cls
+    if not obj.extensionEnabled(spark._jsparkSession):
+        raise FullWindowSetupError(
+            f"the fullwindow extension is not registered with this session "
+            f"(spark.sql.extensions does not include {EXTENSION_CLASS}). " + _how_to_fix())
+    return obj
+
+
+def _find_fullwindow_cause(java_exc: Any) -> Any:
+    seen = 0
+    while java_exc is not None and seen < 20:
+        if java_exc.getClass().getName() == _JVM_ERROR:
+            return java_exc
+        java_exc = java_exc.getCause()
+        seen += 1
+    return None
+
+
+def raise_from_java(err: Exception, operation: str) -> None:
+    """Turns a JVM-side failure of ``operation`` into a fullwindow Python exception, without the
+    JVM stack dump. Re-raises ``err`` when it is not a JVM failure."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException, convert_exception
+
+    if isinstance(err, Py4JJavaError):
+        java_exc = err.java_exception
+        fw = _find_fullwindow_cause(java_exc)
+        if fw is not None:
+            raise class_for_kind(fw.kind())(fw.getMessage()) from None
+        converted = convert_exception(java_exc)
+        message = converted.getMessage() if hasattr(converted, "getMessage") else str(converted)
+        raise FullWindowAnalysisError(f"{operation}: {message}") from None
+    if isinstance(err, CapturedException):
+        raise FullWindowAnalysisError(f"{operation}: {err.getMessage()}") from None
+    raise err
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def jvm_errors(operation: str) -> Callable[[F], F]:
+    """Decorator: JVM failures inside the wrapped call become fullwindow exceptions."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except FullWindowError:
+                raise
+            except Exception as err:  # noqa: BLE001 - filtered in raise_from_java
+                from py4j.protocol import Py4JJavaError
+                from pyspark.errors.exceptions.captured import CapturedException
+
+                if isinstance(err, (Py4JJavaError, CapturedException)):
+                    raise_from_java(err, operation)
+                raise
+
+        return inner  # type: ignore[return-value]
+
+    return wrap

@@ -1,0 +1,54 @@
+"""Exceptions raised by fullwindow.
+
+Every error of fullwindow's own derives from :class:`FullWindowError`; errors about an argument
+also derive from the built-in ``TypeError`` or ``ValueError`` so that ordinary ``except`` clauses
+keep working.
+"""
+from __future__ import annotations
+
+
+class FullWindowError(Exception):
+    """Base class of every fullwindow error."""
+
+
+class FullWindowTypeError(FullWindowError, TypeError):
+    """An argument has the wrong type (e.g. ``None`` where a function is expected)."""
+
+
+class FullWindowValueError(FullWindowError, ValueError):
+    """An argument has the right type but a wrong value (e.g. an unknown column)."""
+
+
+class KeyNotSortableError(FullWindowTypeError):
+    """A sort key has a type without an order (a map, or a struct or array holding one)."""
+
+
+class StreamingNotSupportedError(FullWindowError):
+    """A full-window operation was asked to run on a stream or in STREAMING runtime mode."""
+
+
+class FullWindowAnalysisError(FullWindowError):
+    """Spark could not analyze the query a full-window operation built (e.g. an unresolvable
+    ``Column`` key). The message is Spark's, prefixed with the operation."""
+
+
+class FullWindowSetupError(FullWindowError, RuntimeError):
+    """The session cannot run fullwindow: no active classic session, the jar is not on the
+    class path, or the extension is not registered. The message says how to fix it."""
+
+
+class ConfigurationError(FullWindowValueError):
+    """A ``spark.fullwindow.*`` setting is missing or has an invalid value."""
+
+
+# JVM error kinds (FullWindowAnalysisException.kind) -> Python classes.
+_KIND_TO_CLASS = {
+    "STREAMING_NOT_SUPPORTED": StreamingNotSupportedError,
+    "KEY_NOT_SORTABLE": KeyNotSortableError,
+    "INVALID_CONFIG": ConfigurationError,
+    "INVALID_ARGUMENT": FullWindowValueError,
+}
+
+
+def class_for_kind(kind: str) -> type[FullWindowError]:
+    return _KIND_TO_CLASS.get(kind, FullWindowAnalysisError)
