@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from fullwindow._jvm import EXTENSION_CLASS, jar_path
+from fullwindow._jvm import EXTENSION_CLASS, jar_path, operator_metrics
 from fullwindow._order import Order
 from fullwindow._session import configure, session
 from fullwindow.errors import (ConfigurationError, FullWindowAnalysisError, FullWindowError,
@@ -25,7 +25,7 @@ __all__ = [
     "ConfigurationError", "EXTENSION_CLASS", "FullWindowAnalysisError", "FullWindowError",
     "FullWindowSetupError", "FullWindowTypeError", "FullWindowValueError", "KeyNotSortableError",
     "Order", "PartitionWindowedDataFrame", "StreamingNotSupportedError", "configure",
-    "jar_path", "session",
+    "jar_path", "operator_metrics", "session",
 ]
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Any, Callable, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -80,22 +81,39 @@ def _find_fullwindow_cause(java_exc: Any) -> Any:
     return None
 
 
+_TAG = re.compile(r"\[FULLWINDOW\.([A-Z_]+)\]")
+
+# Spark's own error conditions that mean the same as one of ours.
+_SPARK_CONDITIONS = {
+    "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE": "KEY_NOT_SORTABLE",
+}
+
+
 def raise_from_java(err: Exception, operation: str) -> None:
     """Turns a JVM-side failure of ``operation`` into a fullwindow Python exception, without the
     JVM stack dump. Re-raises ``err`` when it is not a JVM failure."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException, convert_exception
 
-    if isinstance(err, Py4JJavaError):
-        java_exc = err.java_exception
+    # pyspark's py4j hook usually has turned the Py4JJavaError into a CapturedException already;
+    # either way the Java throwable is at hand, and ours may be anywhere in its cause chain.
+    java_exc = err.java_exception if isinstance(err, Py4JJavaError) else getattr(err, "_origin", None)
+    if java_exc is not None:
         fw = _find_fullwindow_cause(java_exc)
         if fw is not None:
             raise class_for_kind(fw.kind())(fw.getMessage()) from None
-        converted = convert_exception(java_exc)
-        message = converted.getMessage() if hasattr(converted, "getMessage") else str(converted)
-        raise FullWindowAnalysisError(f"{operation}: {message}") from None
+    if isinstance(err, Py4JJavaError):
+        err = convert_exception(err.java_exception)
     if isinstance(err, CapturedException):
-        raise FullWindowAnalysisError(f"{operation}: {err.getMessage()}") from None
+        message = err.getMessage()
+        # The analyzer may re-create our exception as a plain AnalysisException; the kind
+        # survives in the message.
+        tagged = _TAG.search(message)
+        if tagged:
+            raise class_for_kind(tagged.group(1))(message[tagged.start():].split("\n")[0]) from None
+        condition = err.getCondition() if hasattr(err, "getCondition") else None
+        cls = class_for_kind(_SPARK_CONDITIONS.get(condition or "", ""))
+        raise cls(f"{operation}: {message}") from None
     raise err
 
 
@@ -123,3 +141,13 @@ def jvm_errors(operation: str) -> Callable[[F], F]:
         return inner  # type: ignore[return-value]
 
     return wrap
+
+
+def operator_metrics(df: DataFrame) -> dict[str, int]:
+    """SQL metrics of the full-window operators in the plan ``df`` last executed, as
+    ``{"FullWindowSortPartition.spillSize": 1234, ...}``. Run an action on ``df`` first.
+
+    >>> out = df.fullWindowPartition().sortPartition("v"); out.collect()
+    >>> fullwindow.operator_metrics(out)["FullWindowSortPartition.numOutputRows"]
+    """
+    return {str(k): int(v) for k, v in facade(df).operatorMetrics(df._jdf).items()}

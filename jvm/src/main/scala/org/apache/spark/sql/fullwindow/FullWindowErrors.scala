@@ -1,15 +1,35 @@
 package org.apache.spark.sql.fullwindow
 
+import org.apache.spark.QueryContext
 import org.apache.spark.sql.AnalysisException
 
 /**
  * An error of fullwindow's own, raised while a query is analyzed. `kind` is a stable code that the
  * Python package maps to its exception classes; being an AnalysisException, it also reaches SQL
- * users (and pyspark's own error conversion) as an ordinary analysis error.
+ * users (and pyspark's own error conversion) as an ordinary analysis error. It uses Spark's
+ * generic one-parameter message condition, since Spark's condition list is closed to extensions,
+ * and keeps its class when the analyzer copies it to attach a position.
  */
-class FullWindowAnalysisException(val kind: String, message: String)
-  extends AnalysisException(message, None, None, None, None, Map.empty, Array.empty) {
-  override def getMessage: String = s"[FULLWINDOW.$kind] $message"
+class FullWindowAnalysisException(val kind: String, val detail: String)
+  extends AnalysisException(FullWindowAnalysisException.Condition,
+    Map("errorMessage" -> s"[FULLWINDOW.$kind] $detail")) {
+
+  override def copy(
+      message: String, line: Option[Int], startPosition: Option[Int], cause: Option[Throwable],
+      errorClass: Option[String], messageParameters: Map[String, String],
+      context: Array[QueryContext]): AnalysisException =
+    new FullWindowAnalysisException(kind, detail)
+
+  override def copy(
+      message: String, line: Option[Int], startPosition: Option[Int], cause: Option[Throwable],
+      errorClass: Option[String], messageParameters: Map[String, String],
+      context: Array[QueryContext], sqlState: Option[String],
+      messageTemplate: Option[String]): AnalysisException =
+    new FullWindowAnalysisException(kind, detail)
+}
+
+object FullWindowAnalysisException {
+  val Condition = "_LEGACY_ERROR_TEMP_1332"
 }
 
 object FullWindowErrors {

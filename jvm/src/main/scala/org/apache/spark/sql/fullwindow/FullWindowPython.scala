@@ -1,8 +1,11 @@
 package org.apache.spark.sql.fullwindow
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.sql.{Column, Row}
 import org.apache.spark.sql.catalyst.expressions.{Ascending, Descending, SortOrder}
 import org.apache.spark.sql.classic.{Dataset, SparkSession}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.logical.FullWindowSortPartition
 
 /**
@@ -10,7 +13,7 @@ import org.apache.spark.sql.fullwindow.logical.FullWindowSortPartition
  * booleans), DataFrames back. Every method builds a logical plan and lets Spark analyze it, so
  * argument errors surface as analysis errors before any task runs.
  */
-object FullWindowPython {
+object FullWindowPython extends AdaptiveSparkPlanHelper {
   val Version: String = "0.1.0"
 
   def version(): String = Version
@@ -37,5 +40,23 @@ object FullWindowPython {
       }
     }.toSeq
     Dataset.ofRows(df.sparkSession, FullWindowSortPartition(order, df.logicalPlan))
+  }
+
+  /**
+   * The SQL metrics of the full-window operators in the plan `df` last executed, as
+   * `"<node name>.<metric name>" -> value`, summed over nodes of the same name. Reads the final
+   * adaptive plan, so call it after an action on the same DataFrame.
+   */
+  def operatorMetrics(df: Dataset[Row]): java.util.Map[String, java.lang.Long] = {
+    val out = scala.collection.mutable.LinkedHashMap.empty[String, java.lang.Long]
+    foreach(df.queryExecution.executedPlan) { plan =>
+      if (plan.nodeName.startsWith("FullWindow")) {
+        plan.metrics.foreach { case (name, metric) =>
+          val key = s"${plan.nodeName}.$name"
+          out(key) = out.getOrElse(key, java.lang.Long.valueOf(0L)) + metric.value
+        }
+      }
+    }
+    out.asJava
   }
 }

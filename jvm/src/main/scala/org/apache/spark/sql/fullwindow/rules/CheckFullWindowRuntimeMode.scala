@@ -17,13 +17,13 @@ class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => 
     case op: FullWindowOperator =>
       val input = op.asInstanceOf[LogicalPlan]
       val conf = session.sessionState.conf
-      FullWindowConf.effectiveMode(conf, input.isStreaming) match {
-        case RuntimeMode.STREAMING =>
-          val why =
-            if (input.isStreaming) "its input is a streaming DataFrame"
-            else s"${FullWindowConf.RuntimeModeKey}=STREAMING"
-          throw FullWindowErrors.streaming(op.operationName, "STREAMING", why)
-        case _ =>
+      // A stream has no end of input, whatever the configured mode says.
+      val mode = FullWindowConf.effectiveMode(conf, input.isStreaming)
+      if (input.isStreaming || mode == RuntimeMode.STREAMING) {
+        val why =
+          if (input.isStreaming) "its input is a streaming DataFrame"
+          else s"${FullWindowConf.RuntimeModeKey}=STREAMING"
+        throw FullWindowErrors.streaming(op.operationName, "STREAMING", why)
       }
       checkArguments(op)
     case _ =>

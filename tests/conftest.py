@@ -1,0 +1,72 @@
+"""Shared fixtures: one real SparkSession (local mode, with the fullwindow jar and extension)
+for the whole run, re-created only for the few modules that need other JVM-start settings."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Mapping
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+BASE_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "2g",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+_current: dict = {"spark": None, "conf": None}
+
+
+def _require_jar() -> None:
+    import fullwindow
+
+    if not os.path.isfile(fullwindow.jar_path()):
+        pytest.exit(f"The fullwindow jar was not built ({fullwindow.jar_path()}): run dev/setup "
+                    "(or dev/test, which runs it).", returncode=3)
+
+
+def get_session(extra: Mapping[str, str] | None = None):
+    """A fullwindow session with BASE_CONF plus ``extra``; reuses the running one when its
+    settings match, otherwise stops it and starts another (same JVM)."""
+    import fullwindow
+
+    conf = dict(BASE_CONF)
+    conf.update(extra or {})
+    if _current["spark"] is not None and _current["conf"] == conf:
+        return _current["spark"]
+    if _current["spark"] is not None:
+        _current["spark"].stop()
+        _current["spark"] = None
+    spark = fullwindow.session(master="local[2]", conf=conf, app_name="fullwindow-tests")
+    spark.sparkContext.setLogLevel("ERROR")
+    _current.update(spark=spark, conf=conf)
+    return spark
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _jar_built():
+    _require_jar()
+    yield
+    if _current["spark"] is not None:
+        _current["spark"].stop()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """The shared local-mode session."""
+    s = get_session()
+    yield s
+    # a test may have changed runtime confs; put the ones we rely on back
+    for key in ("spark.fullwindow.runtimeMode", "spark.fullwindow.processingTime.allow",
+                "spark.fullwindow.processingTime.endOfInput"):
+        s.conf.unset(key)
+
+
+def python_exe() -> str:
+    return sys.executable

@@ -1,0 +1,42 @@
+"""Assertions shared by the test modules."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def executed_plan(df: DataFrame) -> str:
+    """The executed physical plan as text; under adaptive execution, the current (after an
+    action: final) plan only, not the initial one printed beside it."""
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    return plan.toString()
+
+
+def partitions(df: DataFrame) -> list[list[tuple]]:
+    """The rows of each partition, in order, as tuples."""
+    return [[tuple(r) for r in part] for part in df.rdd.glom().collect()]
+
+
+def assert_sorted_within(parts: list[list[Any]], key: Callable[[Any], Any], reverse: bool = False):
+    for i, part in enumerate(parts):
+        keys = [key(r) for r in part]
+        assert keys == sorted(keys, reverse=reverse), f"partition {i} is not sorted: {keys}"
+
+
+def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh Python process (a fresh JVM), from the repo root."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests"), full_env.get("PYTHONPATH", "")])
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
