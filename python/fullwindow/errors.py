@@ -52,3 +52,9 @@ _KIND_TO_CLASS = {
 
 def class_for_kind(kind: str) -> type[FullWindowError]:
     return _KIND_TO_CLASS.get(kind, FullWindowAnalysisError)
+
+
+class SchemaMismatchError(FullWindowValueError):
+    """What a user function returned does not fit the schema it was declared with. Raised in
+    the Python worker, naming the operation, the partition and the offending value; it reaches
+    the driver inside Spark's ``PythonException``."""

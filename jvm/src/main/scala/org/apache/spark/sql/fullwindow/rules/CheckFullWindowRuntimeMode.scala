@@ -1,9 +1,10 @@
 package org.apache.spark.sql.fullwindow.rules
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.RowOrdering
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.fullwindow.{FullWindowConf, FullWindowErrors}
+import org.apache.spark.sql.catalyst.expressions.{PythonUDAF, RowOrdering}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
+import org.apache.spark.sql.fullwindow.{FullWindowAggregates, FullWindowConf, FullWindowErrors}
 import org.apache.spark.sql.fullwindow.FullWindowConf.RuntimeMode
 import org.apache.spark.sql.fullwindow.logical.{FullWindowOperator, FullWindowSortPartition}
 
@@ -13,29 +14,47 @@ import org.apache.spark.sql.fullwindow.logical.{FullWindowOperator, FullWindowSo
  * argument checks (e.g. sort keys must have an order).
  */
 class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => Unit) {
-  override def apply(plan: LogicalPlan): Unit = plan.foreach {
-    case op: FullWindowOperator =>
-      val input = op.asInstanceOf[LogicalPlan]
+  override def apply(plan: LogicalPlan): Unit = plan.foreach { node =>
+    operationOf(node).foreach { operation =>
       val conf = session.sessionState.conf
       // A stream has no end of input, whatever the configured mode says.
-      val mode = FullWindowConf.effectiveMode(conf, input.isStreaming)
-      if (input.isStreaming || mode == RuntimeMode.STREAMING) {
+      val mode = FullWindowConf.effectiveMode(conf, node.isStreaming)
+      if (node.isStreaming || mode == RuntimeMode.STREAMING) {
         val why =
-          if (input.isStreaming) "its input is a streaming DataFrame"
+          if (node.isStreaming) "its input is a streaming DataFrame"
           else s"${FullWindowConf.RuntimeModeKey}=STREAMING"
-        throw FullWindowErrors.streaming(op.operationName, "STREAMING", why)
+        throw FullWindowErrors.streaming(operation, "STREAMING", why)
       }
-      checkArguments(op)
-    case _ =>
+      checkArguments(operation, node)
+    }
   }
 
-  private def checkArguments(op: FullWindowOperator): Unit = op match {
+  /** The user-facing operation a node is, if it is a full-window one. */
+  private def operationOf(node: LogicalPlan): Option[String] = node match {
+    case op: FullWindowOperator => Some(op.operationName)
+    case a: Aggregate if FullWindowAggregates.isPerPartition(a) => Some("aggregate")
+    case _ => None
+  }
+
+  private def checkArguments(operation: String, node: LogicalPlan): Unit = node match {
     case s: FullWindowSortPartition =>
       s.order.foreach { o =>
         if (!RowOrdering.isOrderable(o.child.dataType)) {
-          throw FullWindowErrors.notSortable(s.operationName, o.child.sql, o.child.dataType.sql)
+          throw FullWindowErrors.notSortable(operation, o.child.sql, o.child.dataType.sql)
         }
       }
+    case a: Aggregate =>
+      a.aggregateExpressions.foreach(_.foreach {
+        case ae: AggregateExpression if ae.isDistinct =>
+          throw FullWindowErrors.invalidArgument(operation,
+            s"${ae.sql}: DISTINCT aggregates are not supported in a full window; " +
+              "aggregate a collect_set instead, e.g. F.size(F.collect_set(col))")
+        case ae: AggregateExpression if ae.aggregateFunction.isInstanceOf[PythonUDAF] =>
+          throw FullWindowErrors.invalidArgument(operation,
+            s"${ae.sql}: pandas aggregate UDFs are not supported here; pass an " +
+              "AggregateFunction to aggregate(func, schema) instead")
+        case _ =>
+      })
     case _ =>
   }
 }

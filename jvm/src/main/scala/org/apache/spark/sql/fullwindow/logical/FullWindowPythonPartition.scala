@@ -1,0 +1,25 @@
+package org.apache.spark.sql.fullwindow.logical
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+
+/**
+ * A Python function called once per partition with the partition's records as Arrow batches,
+ * streaming, returning Arrow batches of `output`. The non-keyed Python operations (mapPartition,
+ * mapPartitionInArrow, aggregate with an AggregateFunction, reduce, process) are all this node,
+ * with a different Python wrapper; `operationName` says which one it is.
+ *
+ * @param func a PythonUDF of eval type SQL_MAP_ARROW_ITER_UDF over all of `child`'s columns
+ */
+case class FullWindowPythonPartition(
+    operationName: String,
+    func: Expression,
+    output: Seq[Attribute],
+    child: LogicalPlan) extends UnaryNode with FullWindowOperator {
+
+  override def producedAttributes: AttributeSet = AttributeSet(output)
+  override lazy val references: AttributeSet = child.outputSet
+
+  override protected def withNewChildInternal(newChild: LogicalPlan): FullWindowPythonPartition =
+    copy(child = newChild)
+}

@@ -1,0 +1,317 @@
+"""The Python-worker side of fullwindow's Python operations.
+
+Every non-keyed Python operation runs as one Arrow-iterator function per partition (Spark's
+mapInArrow path). The functions here turn the incoming Arrow batches into rows, ahead of the
+user's function and through a bounded queue, and turn what the function returns back into Arrow
+batches of the declared schema. Spark's own Arrow <-> Python converters do the value conversion.
+"""
+from __future__ import annotations
+
+import itertools
+import keyword
+import operator
+import queue
+import threading
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql.types import Row, StructType
+
+from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
+
+_MISSING = object()
+
+
+def partition_id() -> int:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    return tc.partitionId() if tc is not None else -1
+
+
+# ---- Arrow -> rows ----------------------------------------------------------------------------
+
+def _row_class(fields: list[str]) -> type:
+    """A ``Row`` subclass for one schema: real ``pyspark.sql.Row`` instances (``r.name``, ``r[0]``,
+    ``asDict()``, pickling), made with ``tuple.__new__`` and read through per-field properties, so
+    building and reading millions of them stays cheap."""
+    attrs: dict[str, Any] = {"__fields__": list(fields), "__slots__": ()}
+    taken = set(dir(Row))
+    for i, name in enumerate(fields):
+        if name.isidentifier() and not keyword.iskeyword(name) and name not in taken \
+                and name not in attrs:
+            attrs[name] = property(operator.itemgetter(i))
+    return type("Row", (Row,), attrs)
+
+
+class RowDecoder:
+    """Decodes Arrow record batches of ``schema`` into lists of ``Row``s."""
+
+    def __init__(self, schema: StructType):
+        from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
+
+        self._to_pylist = a2r._to_pylist
+        self._converters = [a2r._create_converter(f.dataType, none_on_identity=True,
+                                                  binary_as_bytes=True) for f in schema.fields]
+        self.row_class = _row_class(schema.names)
+        self._new = partial(tuple.__new__, self.row_class)
+
+    def __call__(self, batch: pa.RecordBatch) -> list:
+        columns = []
+        for column, conv in zip(batch.columns, self._converters):
+            values = self._to_pylist(column)
+            columns.append(values if conv is None else [conv(v) for v in values])
+        if not columns:
+            return [self._new(())] * batch.num_rows
+        return list(map(self._new, zip(*columns)))
+
+
+class _Failure:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+_END = object()
+
+
+class Prefetcher:
+    """Reads and decodes input batches on a background thread into a queue of at most
+    ``depth`` decoded batches, so that decoding overlaps the user's function and memory stays
+    bounded whatever the partition size."""
+
+    def __init__(self, source: Iterator[Any], decode: Callable[[Any], Any], depth: int = 2):
+        self._source, self._decode = source, decode
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._discard = False
+        self._thread = threading.Thread(target=self._run, name="fullwindow-prefetch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for item in self._source:
+                if self._discard:
+                    continue  # the function is done: drain the input, keep nothing
+                self._queue.put(self._decode(item))
+            self._queue.put(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self._queue.put(_Failure(exc))
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            yield item
+
+    def finish(self) -> None:
+        """The function returned: read the rest of the input (Spark expects it consumed)."""
+        self._discard = True
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+
+# ---- rows -> Arrow ----------------------------------------------------------------------------
+
+class RowEncoder:
+    """Encodes rows (tuples, Rows or dicts) a function returned into Arrow batches of the
+    declared schema, and explains precisely what does not fit when something does not."""
+
+    def __init__(self, operation: str, schema: StructType, large_var_types: bool, batch_size: int):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.operation, self.schema = operation, schema
+        self.large = large_var_types
+        self.batch_size = batch_size if batch_size > 0 else 10_000
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=large_var_types)
+
+    def _where(self) -> str:
+        return f"{self.operation}: partition {partition_id()}"
+
+    def encode(self, rows: list) -> pa.RecordBatch:
+        from pyspark.sql.conversion import LocalDataToArrowConversion
+
+        try:
+            table = LocalDataToArrowConversion.convert(rows, self.schema, self.large)
+        except Exception as err:  # noqa: BLE001 - diagnosed below, then re-raised
+            self._diagnose(rows, err)
+            raise
+        return table.combine_chunks().to_batches()[0]
+
+    def _diagnose(self, rows: list, err: Exception) -> None:
+        from pyspark.sql.conversion import LocalDataToArrowConversion
+
+        names = self.schema.names
+        for row in rows:
+            if isinstance(row, dict):
+                values = [row.get(n) for n in names]
+            elif isinstance(row, tuple):
+                if len(row) != len(names):
+                    raise SchemaMismatchError(
+                        f"{self._where()}: the row {row!r} has {len(row)} fields but the schema "
+                        f"{self.schema.simpleString()} has {len(names)}") from None
+                values = list(row)
+            else:
+                raise SchemaMismatchError(
+                    f"{self._where()}: expected each output row to be a tuple, Row or dict for "
+                    f"schema {self.schema.simpleString()}; got {type(row).__name__} {row!r}") from None
+            for field, value in zip(self.schema.fields, values):
+                try:
+                    LocalDataToArrowConversion.convert([(value,)], StructType([field]), self.large)
+                except Exception:  # noqa: BLE001
+                    raise SchemaMismatchError(
+                        f"{self._where()}: field '{field.name}' expects "
+                        f"{field.dataType.simpleString()}"
+                        f"{'' if field.nullable else ' (not null)'}, got {value!r} "
+                        f"({type(value).__name__}) in row {row!r}") from None
+        raise SchemaMismatchError(f"{self._where()}: output does not fit schema "
+                                  f"{self.schema.simpleString()}: {err}") from None
+
+    def encode_all(self, rows: Iterable[Any]) -> Iterator[pa.RecordBatch]:
+        it = iter(rows)
+        while True:
+            chunk = list(itertools.islice(it, self.batch_size))
+            if not chunk:
+                return
+            yield self.encode(chunk)
+
+    def encode_one(self, value: Any) -> pa.RecordBatch:
+        if not isinstance(value, (tuple, dict)) and len(self.schema.fields) == 1:
+            value = (value,)  # a single-field schema takes a bare value
+        return self.encode([value])
+
+
+def _iterable(operation: str, what: str, value: Any) -> Iterable[Any]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise FullWindowTypeError(
+            f"{operation}: {what} must return an iterable of rows (tuples, Rows or dicts), "
+            f"got {type(value).__name__} {value!r}")
+    return value
+
+
+class _Run:
+    """One partition's input, decoded ahead of the function; always drained at the end."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], in_schema: StructType, depth: int):
+        self.prefetch = Prefetcher(batches, RowDecoder(in_schema), depth)
+
+    def rows(self) -> Iterator[Any]:
+        return itertools.chain.from_iterable(self.prefetch)
+
+    def batches(self) -> Iterator[list]:
+        return iter(self.prefetch)
+
+    def __enter__(self) -> "_Run":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.prefetch.finish()
+
+
+# ---- the operations ---------------------------------------------------------------------------
+
+def map_partition(func, in_schema, encoder: RowEncoder, depth: int):
+    def run(batches):
+        with _Run(batches, in_schema, depth) as r:
+            out = _iterable(encoder.operation, "func", func(r.rows()))
+            yield from encoder.encode_all(out)
+    return run
+
+
+def map_partition_in_arrow(func, encoder: RowEncoder, depth: int):
+    from pyspark.sql.conversion import ArrowBatchTransformer
+
+    def run(batches):
+        prefetch = Prefetcher(batches, lambda b: b, depth)
+        out = _iterable(encoder.operation, "func", func(iter(prefetch)))
+        for item in out:
+            items = item.to_batches() if isinstance(item, pa.Table) else [item]
+            for b in items:
+                if not isinstance(b, pa.RecordBatch):
+                    raise SchemaMismatchError(
+                        f"{encoder.operation}: partition {partition_id()}: func must yield "
+                        f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
+                try:
+                    yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
+                except Exception as err:  # noqa: BLE001
+                    raise SchemaMismatchError(
+                        f"{encoder.operation}: partition {partition_id()}: a batch with schema "
+                        f"[{b.schema.to_string(show_schema_metadata=False).replace(chr(10), ', ')}]"
+                        f" does not fit {encoder.schema.simpleString()}: {err}") from None
+        prefetch.finish()
+    return run
+
+
+def aggregate(agg, in_schema, encoder: RowEncoder, depth: int):
+    def run(batches):
+        with _Run(batches, in_schema, depth) as r:
+            add = agg.add
+            acc = _MISSING
+            for rows in r.batches():
+                if acc is _MISSING:
+                    acc = agg.create_accumulator()
+                for row in rows:
+                    acc = add(row, acc)  # the returned accumulator is the one used
+            if acc is not _MISSING:
+                yield encoder.encode_one(agg.get_result(acc))
+    return run
+
+
+def reduce(func, in_schema, encoder: RowEncoder, depth: int):
+    def run(batches):
+        with _Run(batches, in_schema, depth) as r:
+            it = r.rows()
+            acc = next(it, _MISSING)
+            if acc is _MISSING:
+                return
+            for row in it:
+                acc = func(acc, row)
+                if acc is None:
+                    raise FullWindowTypeError(
+                        f"reduce: partition {partition_id()}: func returned None; it must "
+                        "return the combined row (a Row or tuple of the input schema)")
+            yield encoder.encode_one(acc)
+    return run
+
+
+def process(pwf, in_schema, encoder: RowEncoder, depth: int, policy):
+    from fullwindow.functions import Context
+
+    def run(batches):
+        ctx = Context(partition_id(), None, policy)
+        pwf.open(ctx)
+        try:
+            with _Run(batches, in_schema, depth) as r:
+                it = r.rows()
+                first = next(it, _MISSING)
+                if first is not _MISSING:  # an empty partition has no window to fire
+                    out = pwf.process(None, ctx, itertools.chain((first,), it))
+                    yield from encoder.encode_all(_iterable("process", "process()", out))
+                    yield from encoder.encode_all(end_of_input(pwf, ctx, policy))
+        finally:
+            pwf.close()
+    return run
+
+
+def end_of_input(pwf, ctx, policy) -> Iterator[Any]:
+    """Timers at end of input: the watermark jumps to its maximum, so every event-time timer
+    fires (in time order); then processing-time timers fire under FIRE_AND_QUIESCE (and new
+    registrations are ignored) or are dropped under IGNORE."""
+    while ctx._event_timers:
+        ts = min(ctx._event_timers)
+        ctx._event_timers.discard(ts)
+        yield from _iterable("process", "on_timer()", pwf.on_timer(ts, ctx))
+    ctx._quiesced = True
+    if policy.end_of_input == "FIRE_AND_QUIESCE":
+        for ts in sorted(ctx._processing_timers):
+            yield from _iterable("process", "on_timer()", pwf.on_timer(ts, ctx))
+    ctx._processing_timers.clear()
