@@ -9,6 +9,12 @@ from typing import Mapping
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests")
+
+# Python workers unpickle functions defined in test modules by reference: let them import those
+# modules (the JVM, and through it every worker, inherits this environment).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in [TESTS, os.environ.get("PYTHONPATH", "")] if p)
 
 BASE_CONF = {
     "spark.ui.enabled": "false",

@@ -267,18 +267,30 @@ def aggregate(agg, in_schema, encoder: RowEncoder, depth: int):
 
 
 def reduce(func, in_schema, encoder: RowEncoder, depth: int):
+    names = in_schema.names
+
     def run(batches):
         with _Run(batches, in_schema, depth) as r:
+            new_row = partial(tuple.__new__, r.prefetch._decode.row_class)
+
+            def as_row(value):
+                # what func returns is handed back to it as `a`: keep it a Row of the input
+                if isinstance(value, Row) and getattr(value, "__fields__", None) == names:
+                    return value
+                if isinstance(value, tuple) and len(value) == len(names):
+                    return new_row(value)
+                if isinstance(value, dict):
+                    return new_row([value.get(n) for n in names])
+                raise FullWindowTypeError(
+                    f"reduce: partition {partition_id()}: func returned {value!r}; it must "
+                    f"return the combined row, a Row or tuple of {in_schema.simpleString()}")
+
             it = r.rows()
             acc = next(it, _MISSING)
             if acc is _MISSING:
                 return
             for row in it:
-                acc = func(acc, row)
-                if acc is None:
-                    raise FullWindowTypeError(
-                        f"reduce: partition {partition_id()}: func returned None; it must "
-                        "return the combined row (a Row or tuple of the input schema)")
+                acc = as_row(func(acc, row))
             yield encoder.encode_one(acc)
     return run
 
