@@ -5,7 +5,7 @@
 >>> df = spark.range(10).selectExpr("id % 3 AS k", "id AS v").repartition(2)
 >>> df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
 
-Importing the package adds ``DataFrame.fullWindowPartition``.
+Importing the package adds ``DataFrame.fullWindowPartition`` and ``DataFrame.keyBy``.
 """
 from __future__ import annotations
 
@@ -16,16 +16,24 @@ from fullwindow._order import Order
 from fullwindow._session import configure, session
 from fullwindow.errors import (ConfigurationError, FullWindowAnalysisError, FullWindowError,
                                FullWindowSetupError, FullWindowTypeError, FullWindowValueError,
-                               KeyNotSortableError, StreamingNotSupportedError)
+                               KeyNotSortableError, KeyTypeMismatchError, SchemaMismatchError,
+                               StreamingNotSupportedError)
+from fullwindow.functions import (AggregateFunction, EndOfStreamWindows, FiringInfo,
+                                  ProcessWindowFunction)
+from fullwindow.keyed import (CoGroupedDataFrames, CoGroupedWindowedDataFrames, KeyedDataFrame,
+                              KeyedPartitionWindowedDataFrame, KeyedWindowedDataFrame, key_by)
 from fullwindow.partition import PartitionWindowedDataFrame
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConfigurationError", "EXTENSION_CLASS", "FullWindowAnalysisError", "FullWindowError",
-    "FullWindowSetupError", "FullWindowTypeError", "FullWindowValueError", "KeyNotSortableError",
-    "Order", "PartitionWindowedDataFrame", "StreamingNotSupportedError", "configure",
-    "jar_path", "operator_metrics", "session",
+    "AggregateFunction", "CoGroupedDataFrames", "CoGroupedWindowedDataFrames",
+    "ConfigurationError", "EXTENSION_CLASS", "EndOfStreamWindows", "FiringInfo",
+    "FullWindowAnalysisError", "FullWindowError", "FullWindowSetupError", "FullWindowTypeError",
+    "FullWindowValueError", "KeyNotSortableError", "KeyTypeMismatchError", "KeyedDataFrame",
+    "KeyedPartitionWindowedDataFrame", "KeyedWindowedDataFrame", "Order",
+    "PartitionWindowedDataFrame", "ProcessWindowFunction", "SchemaMismatchError",
+    "StreamingNotSupportedError", "configure", "jar_path", "operator_metrics", "session",
 ]
 
 
@@ -38,3 +46,15 @@ def _full_window_partition(self: DataFrame) -> PartitionWindowedDataFrame:
 
 
 DataFrame.fullWindowPartition = _full_window_partition  # type: ignore[attr-defined]
+
+
+def _key_by(self: DataFrame, *cols: str) -> KeyedDataFrame:
+    """This DataFrame keyed by top-level columns (Flink's ``KeyedStream``): keyed operations
+    see it hash-partitioned by the key, one window per key.
+
+    >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
+    """
+    return key_by(self, *cols)
+
+
+DataFrame.keyBy = _key_by  # type: ignore[attr-defined]

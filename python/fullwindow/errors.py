@@ -23,6 +23,10 @@ class KeyNotSortableError(FullWindowTypeError):
     """A sort key has a type without an order (a map, or a struct or array holding one)."""
 
 
+class KeyTypeMismatchError(FullWindowTypeError):
+    """The two sides of a ``coGroup`` are keyed by different numbers or types of keys."""
+
+
 class StreamingNotSupportedError(FullWindowError):
     """A full-window operation was asked to run on a stream or in STREAMING runtime mode."""
 
@@ -45,6 +49,7 @@ class ConfigurationError(FullWindowValueError):
 _KIND_TO_CLASS = {
     "STREAMING_NOT_SUPPORTED": StreamingNotSupportedError,
     "KEY_NOT_SORTABLE": KeyNotSortableError,
+    "KEY_TYPE_MISMATCH": KeyTypeMismatchError,
     "INVALID_CONFIG": ConfigurationError,
     "INVALID_ARGUMENT": FullWindowValueError,
 }

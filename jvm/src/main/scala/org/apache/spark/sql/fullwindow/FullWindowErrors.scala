@@ -44,6 +44,19 @@ object FullWindowErrors {
       s"$operation: key `$key` has type $dataType, which cannot be sorted " +
         "(maps, and structs or arrays holding maps, have no order).")
 
+  def streamingRunning(operation: String): FullWindowAnalysisException =
+    new FullWindowAnalysisException("STREAMING_NOT_SUPPORTED",
+      s"$operation cannot run on a streaming DataFrame: its running (upsert) result of STREAMING " +
+        "runtime mode is computed over a bounded input, by sorting each key's records by their " +
+        "input position, which an unbounded stream cannot be. For an unbounded stream use " +
+        "Structured Streaming's stateful operators (e.g. groupBy(...).applyInPandasWithState).")
+
+  def keyTypeMismatch(operation: String, left: String, right: String): FullWindowAnalysisException =
+    new FullWindowAnalysisException("KEY_TYPE_MISMATCH",
+      s"$operation: the two sides must be keyed by the same number of keys of the same types " +
+        s"(equal keys must hash to the same partition); the left side is keyed by ($left) and " +
+        s"the right side by ($right). Cast the keys of one side to the other's types first.")
+
   def badConf(key: String, value: String, expected: String): FullWindowAnalysisException =
     new FullWindowAnalysisException("INVALID_CONFIG",
       s"$key is '$value'; expected one of: $expected.")

@@ -3,13 +3,14 @@ package org.apache.spark.sql.fullwindow
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Descending, PythonUDF, SortOrder}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Project}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Descending, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
-import org.apache.spark.sql.fullwindow.logical.{FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition}
+import org.apache.spark.sql.fullwindow.execution.KeyedPython
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
  * The one door from Python into the extension: Java-friendly arguments (arrays, strings,
@@ -50,23 +51,27 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * non-empty partition, no exchange. Each column must be an aggregate (F.sum, F.count, ...).
    */
   def aggregate(df: Dataset[Row], columns: Array[Column]): Dataset[Row] = {
-    if (columns.isEmpty) {
-      throw FullWindowErrors.invalidArgument("aggregate", "give at least one aggregate column")
-    }
-    columns.foreach { c =>
-      // Alone in a select, an aggregate makes an Aggregate node; anything else a Project.
-      df.select(c).queryExecution.analyzed match {
-        case _: Aggregate =>
-        case _ => throw FullWindowErrors.invalidArgument("aggregate",
-          s"column `${c.toString}` is not an aggregate; expected built-in aggregate columns " +
-            "such as F.sum(...), F.count(...), F.max(...), F.collect_list(...)")
-      }
-    }
+    checkAggregateColumns("aggregate", df, columns)
     val key = ExpressionUtils.column(FullWindowPartitionKey())
     val grouped = df.groupBy(key).agg(columns.head, columns.tail.toIndexedSeq: _*)
     val agg = grouped.queryExecution.analyzed
     // Drop the partition key from the output: the window is the partition.
     Dataset.ofRows(df.sparkSession, Project(agg.output.tail, agg))
+  }
+
+  private def checkAggregateColumns(operation: String, df: Dataset[Row], columns: Array[Column]): Unit = {
+    if (columns.isEmpty) {
+      throw FullWindowErrors.invalidArgument(operation, "give at least one aggregate column")
+    }
+    columns.foreach { c =>
+      // Alone in a select, an aggregate makes an Aggregate node; anything else a Project.
+      df.select(c).queryExecution.analyzed match {
+        case _: Aggregate =>
+        case _ => throw FullWindowErrors.invalidArgument(operation,
+          s"column `${c.toString}` is not an aggregate; expected built-in aggregate columns " +
+            "such as F.sum(...), F.count(...), F.max(...), F.collect_list(...)")
+      }
+    }
   }
 
   /**
@@ -84,6 +89,98 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     }
   }
 
+  // ---- keyed ------------------------------------------------------------------------------
+
+  /** The top-level columns `names` of `plan`'s output (the Python side has validated them). */
+  private def keyAttributes(operation: String, plan: LogicalPlan, names: Array[String]): Seq[Attribute] = {
+    if (names.isEmpty) throw FullWindowErrors.invalidArgument(operation, "at least one key is required")
+    names.toSeq.map { name =>
+      plan.output.filter(_.name == name) match {
+        case Seq(a) => a
+        case Seq() => throw FullWindowErrors.invalidArgument(operation,
+          s"key `$name` is not a column of the input; columns are ${plan.output.map(_.name).mkString(", ")}")
+        case _ => throw FullWindowErrors.invalidArgument(operation,
+          s"key `$name` is ambiguous: the input has several columns of that name")
+      }
+    }
+  }
+
+  private def pythonUdf(operation: String, df: Dataset[Row], udf: Column): PythonUDF =
+    df.sparkSession.expression(udf) match {
+      // The whole input row goes to Python, so the function's arguments are not needed (and
+      // would not resolve against two inputs): drop them.
+      case f: PythonUDF => f.copy(children = Nil)
+      case other => throw FullWindowErrors.invalidArgument(operation,
+        s"expected a Python function, got ${other.sql}")
+    }
+
+  /**
+   * `df` hash-partitioned by the key columns (floating-point keys normalized, so that -0.0 and
+   * 0.0, and all NaNs, meet): a KeyedStream's partitioning.
+   */
+  def keyedRepartition(df: Dataset[Row], keys: Array[String]): Dataset[Row] = {
+    val attrs = keyAttributes("keyBy", df.logicalPlan, keys)
+    Dataset.ofRows(df.sparkSession,
+      RepartitionByExpression(KeyedPython.distributionKeys(attrs), df.logicalPlan, None, None))
+  }
+
+  /**
+   * Keyed aggregate with built-in aggregate columns, in the JVM: the input is hash-partitioned by
+   * the keys, then each partition is aggregated per key on its own (the per-partition aggregate,
+   * grouped by the keys too), so there is one row per key and one exchange. Output: the key
+   * columns, then the aggregates.
+   */
+  def keyedAggregate(df: Dataset[Row], keys: Array[String], columns: Array[Column]): Dataset[Row] = {
+    checkAggregateColumns("keyed aggregate", df, columns)
+    val parted = keyedRepartition(df, keys)
+    val keyCols = keyAttributes("keyed aggregate", parted.logicalPlan, keys)
+      .map(a => ExpressionUtils.column(a))
+    val grouping = keyCols :+ ExpressionUtils.column(FullWindowPartitionKey())
+    val agg = parted.groupBy(grouping: _*).agg(columns.head, columns.tail.toIndexedSeq: _*)
+      .queryExecution.analyzed
+    val n = keys.length
+    Dataset.ofRows(df.sparkSession, Project(agg.output.take(n) ++ agg.output.drop(n + 1), agg))
+  }
+
+  /**
+   * A Python function over each key's records (see [[FullWindowKeyedPythonPartition]]): the
+   * input is clustered and sorted by `keys` before it streams to Python.
+   */
+  def keyedPythonPartition(df: Dataset[Row], operation: String, keys: Array[String],
+      udf: Column): Dataset[Row] = {
+    val f = pythonUdf(operation, df, udf)
+    val attrs = keyAttributes(operation, df.logicalPlan, keys)
+    val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
+    Dataset.ofRows(df.sparkSession,
+      FullWindowKeyedPythonPartition(operation, attrs, f, output, df.logicalPlan))
+  }
+
+  /**
+   * The running form of a keyed Python operation (STREAMING mode's upsert reduce): records reach
+   * Python clustered by `keys` and, within a key, in the order of the `sequence` column.
+   */
+  def keyedRunning(df: Dataset[Row], operation: String, keys: Array[String], sequence: String,
+      udf: Column): Dataset[Row] = {
+    val f = pythonUdf(operation, df, udf)
+    val attrs = keyAttributes(operation, df.logicalPlan, keys)
+    val seq = keyAttributes(operation, df.logicalPlan, Array(sequence)).head
+    val order = (attrs :+ seq).map(SortOrder(_, Ascending))
+    val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
+    Dataset.ofRows(df.sparkSession,
+      KeyedRunningPython(operation, attrs, order, f, output, df.logicalPlan))
+  }
+
+  /** Two keyed inputs grouped together by key (see [[FullWindowCoGroup]]). */
+  def coGroup(left: Dataset[Row], right: Dataset[Row], leftKeys: Array[String],
+      rightKeys: Array[String], udf: Column): Dataset[Row] = {
+    val f = pythonUdf("coGroup", left, udf)
+    val l = keyAttributes("coGroup", left.logicalPlan, leftKeys)
+    val r = keyAttributes("coGroup", right.logicalPlan, rightKeys)
+    val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
+    Dataset.ofRows(left.sparkSession,
+      FullWindowCoGroup(l, r, f, output, left.logicalPlan, right.logicalPlan))
+  }
+
   /**
    * The SQL metrics of the full-window operators in the plan `df` last executed, as
    * `"<node name>.<metric name>" -> value`, summed over nodes of the same name. Reads the final
@@ -92,7 +189,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   def operatorMetrics(df: Dataset[Row]): java.util.Map[String, java.lang.Long] = {
     val out = scala.collection.mutable.LinkedHashMap.empty[String, java.lang.Long]
     foreach(df.queryExecution.executedPlan) { plan =>
-      if (plan.nodeName.startsWith("FullWindow")) {
+      if (plan.nodeName.startsWith("FullWindow") || plan.nodeName.startsWith("KeyedRunning")) {
         plan.metrics.foreach { case (name, metric) =>
           val key = s"${plan.nodeName}.$name"
           out(key) = out.getOrElse(key, java.lang.Long.valueOf(0L)) + metric.value

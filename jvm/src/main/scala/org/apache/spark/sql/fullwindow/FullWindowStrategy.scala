@@ -4,10 +4,14 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Complete
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
-import org.apache.spark.sql.fullwindow.logical.{FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
+import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
-/** Plans fullwindow's logical nodes. None of them asks for an exchange of its own. */
+/**
+ * Plans fullwindow's logical nodes. The non-keyed ones ask for no exchange; the keyed ones ask
+ * for their input clustered by key (EnsureRequirements adds the exchange and the sorts).
+ */
 object FullWindowStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case FullWindowSortPartition(order, child) =>
@@ -15,6 +19,18 @@ object FullWindowStrategy extends SparkStrategy {
 
     case FullWindowPythonPartition(operation, func, output, child) =>
       FullWindowPythonPartitionExec(operation, func, output, planLater(child)) :: Nil
+
+    case FullWindowKeyedPythonPartition(operation, keys, func, output, child) =>
+      FullWindowKeyedPythonExec("FullWindowKeyed" + operation.capitalize, keys,
+        keys.map(SortOrder(_, Ascending)), func, output, planLater(child)) :: Nil
+
+    case KeyedRunningPython(operation, keys, order, func, output, child) =>
+      FullWindowKeyedPythonExec("KeyedRunning" + operation.capitalize, keys, order, func, output,
+        planLater(child)) :: Nil
+
+    case FullWindowCoGroup(leftKeys, rightKeys, func, output, left, right) =>
+      FullWindowCoGroupExec(leftKeys, rightKeys, func, output, planLater(left),
+        planLater(right)) :: Nil
 
     // An aggregate grouped by the partition key: one window per partition (per user key).
     case a: Aggregate if FullWindowAggregates.isPerPartition(a) => a match {

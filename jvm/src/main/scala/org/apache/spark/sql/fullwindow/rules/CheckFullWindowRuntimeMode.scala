@@ -1,17 +1,20 @@
 package org.apache.spark.sql.fullwindow.rules
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{PythonUDAF, RowOrdering}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, PythonUDAF, RowOrdering}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.fullwindow.{FullWindowAggregates, FullWindowConf, FullWindowErrors}
 import org.apache.spark.sql.fullwindow.FullWindowConf.RuntimeMode
-import org.apache.spark.sql.fullwindow.logical.{FullWindowOperator, FullWindowSortPartition}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowKeyedPythonPartition, FullWindowOperator, FullWindowSortPartition, KeyedRunningPython}
 
 /**
  * The one check every full-window operation passes at analysis, before any task runs:
  * no full window in STREAMING runtime mode or over a streaming input; and each operation's own
- * argument checks (e.g. sort keys must have an order).
+ * argument checks (e.g. sort keys must have an order, coGroup sides must have keys of the same
+ * types). The running keyed reduce of STREAMING mode is not a full window and passes in that
+ * mode, but it too refuses an unbounded input.
  */
 class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach { node =>
@@ -26,6 +29,18 @@ class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => 
         throw FullWindowErrors.streaming(operation, "STREAMING", why)
       }
       checkArguments(operation, node)
+    }
+    node match {
+      case r: KeyedRunningPython if r.isStreaming =>
+        throw FullWindowErrors.streamingRunning(s"keyed ${r.operation}")
+      case r: KeyedRunningPython => checkKeys(s"keyed ${r.operation}", r.keys)
+      case _ =>
+    }
+  }
+
+  private def checkKeys(operation: String, keys: Seq[Attribute]): Unit = keys.foreach { k =>
+    if (!RowOrdering.isOrderable(k.dataType)) {
+      throw FullWindowErrors.notSortable(operation, k.name, k.dataType.sql)
     }
   }
 
@@ -42,6 +57,16 @@ class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => 
         if (!RowOrdering.isOrderable(o.child.dataType)) {
           throw FullWindowErrors.notSortable(operation, o.child.sql, o.child.dataType.sql)
         }
+      }
+    case k: FullWindowKeyedPythonPartition => checkKeys(operation, k.keys)
+    case c: FullWindowCoGroup =>
+      checkKeys(operation, c.leftKeys)
+      checkKeys(operation, c.rightKeys)
+      val sameTypes = c.leftKeys.length == c.rightKeys.length &&
+        c.leftKeys.zip(c.rightKeys).forall { case (l, r) => DataTypeUtils.sameType(l.dataType, r.dataType) }
+      if (!sameTypes) {
+        def show(keys: Seq[Attribute]) = keys.map(k => s"${k.name} ${k.dataType.sql}").mkString(", ")
+        throw FullWindowErrors.keyTypeMismatch(operation, show(c.leftKeys), show(c.rightKeys))
       }
     case a: Aggregate =>
       a.aggregateExpressions.foreach(_.foreach {

@@ -1,0 +1,94 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import org.apache.spark.JobArtifactSet
+import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, Partitioning, UnknownPartitioning}
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.execution.python.{ArrowPythonRunner, MapInBatchEvaluatorFactory, PythonSQLMetrics}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Runs a Python function over each key's records. The node asks for its input clustered by the
+ * keys and sorted by `order` (the keys first) within each partition: Spark's EnsureRequirements
+ * adds the hash exchange (unless the input is already clustered so) and its spilling SortExec.
+ * The sorted partition then streams to the Python worker through Spark's Arrow runner (the one
+ * mapInArrow uses), where consecutive records of equal key are handed to the user function as
+ * one lazy iterator. No key is ever held whole, on either side.
+ */
+case class FullWindowKeyedPythonExec(
+    override val nodeName: String,
+    keys: Seq[Attribute],
+    order: Seq[SortOrder],
+    func: Expression,
+    output: Seq[Attribute],
+    child: SparkPlan) extends UnaryExecNode with PythonSQLMetrics {
+
+  override def producedAttributes: AttributeSet = AttributeSet(output)
+  override def requiredChildDistribution: Seq[Distribution] =
+    ClusteredDistribution(KeyedPython.distributionKeys(keys)) :: Nil
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] = order :: Nil
+  override def outputPartitioning: Partitioning =
+    UnknownPartitioning(child.outputPartitioning.numPartitions)
+
+  override def simpleString(maxFields: Int): String =
+    s"$nodeName keys=${keys.mkString("[", ", ", "]")}, output=${output.mkString("[", ", ", "]")}"
+
+  override lazy val metrics: Map[String, SQLMetric] =
+    pythonMetrics ++ FullWindowMetrics.rows(sparkContext)
+
+  private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val factory = KeyedPython.evaluatorFactory(func, output, child.schema, conf, pythonMetrics,
+      jobArtifactUUID)
+    val rowsIn = longMetric("numInputRows")
+    val rowsOut = longMetric("numOutputRows")
+    child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
+      val counted = rows.map { r => rowsIn += 1; r }
+      factory.createEvaluator().eval(index, counted).map { r => rowsOut += 1; r }
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): FullWindowKeyedPythonExec =
+    copy(child = newChild)
+}
+
+object KeyedPython {
+  /**
+   * The expressions to hash-partition by: the keys, with floating-point ones normalized
+   * (-0.0 = 0.0, one NaN), as Spark does for grouping, so equal keys meet in one partition.
+   */
+  def distributionKeys(keys: Seq[Expression]): Seq[Expression] = keys.map { k =>
+    if (NormalizeFloatingNumbers.needNormalize(k.dataType)) NormalizeFloatingNumbers.normalize(k) else k
+  }
+
+  /** Spark's mapInArrow evaluator for one SQL_MAP_ARROW_ITER_UDF over rows of `inputSchema`. */
+  def evaluatorFactory(
+      func: Expression,
+      output: Seq[Attribute],
+      inputSchema: StructType,
+      conf: SQLConf,
+      pythonMetrics: Map[String, SQLMetric],
+      jobArtifactUUID: Option[String]): MapInBatchEvaluatorFactory = {
+    val udf = func.asInstanceOf[PythonUDF]
+    new MapInBatchEvaluatorFactory(
+      output,
+      Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
+      inputSchema,
+      udf.dataType,
+      conf.arrowMaxRecordsPerBatch,
+      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
+      conf.sessionLocalTimeZone,
+      conf.arrowUseLargeVarTypes,
+      ArrowPythonRunner.getPythonRunnerConfMap(conf),
+      pythonMetrics,
+      jobArtifactUUID,
+      None)
+  }
+}

@@ -1,0 +1,496 @@
+"""The Python-worker side of keyed full windows and coGroup.
+
+The JVM hands each task its partition clustered by key and sorted by key (Spark's spilling
+sort), as Arrow batches. Here each batch is cut into runs of equal key (with Arrow compute when
+the key types allow it, in Python otherwise) on the background prefetch thread, which decodes
+them as well; the task's thread then groups consecutive runs of equal key and hands the user
+function one lazy iterator per key. A key's records are never all held: at any time only the
+batches in the bounded prefetch queue are decoded, whatever the size of the key.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import operator
+from functools import partial
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DecimalType,
+                               DoubleType, FloatType, IntegerType, LongType, Row, ShortType,
+                               StringType, StructField, StructType, TimestampNTZType,
+                               TimestampType)
+
+from fullwindow._worker import (Prefetcher, RowDecoder, RowEncoder, _iterable, end_of_input,
+                                partition_id)
+from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
+
+# Key types whose Arrow arrays pyarrow compares with not_equal, with Python's equality.
+_ARROW_COMPARABLE = (BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
+                     FloatType, IntegerType, LongType, ShortType, StringType, TimestampNTZType,
+                     TimestampType)
+
+
+class _NaN:
+    """Stands for NaN in a key: Spark groups all NaNs together, Python's NaN != NaN."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __hash__(self) -> int:
+        return 0x7FF8
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+_NAN = _NaN()
+_first = operator.itemgetter(0)
+
+
+class KeySplitter:
+    """Finds the runs of equal key in a batch sorted by key.
+
+    ``key_idx`` are the key columns; ``extra_idx`` columns (coGroup's side) also end a run when
+    they change but are not part of the key. ``split(batch)`` returns the run starts, each run's
+    key as the user sees it (a scalar for one key column, a tuple for several) and its grouping
+    key (the same, with NaN made equal to NaN), and the extra columns' values at each start.
+    """
+
+    def __init__(self, schema: StructType, key_idx: list[int], extra_idx: tuple = ()):
+        from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
+
+        self.key_idx = list(key_idx)
+        self.extra_idx = list(extra_idx)
+        self.compare_idx = self.extra_idx + self.key_idx
+        fields = schema.fields
+        self.single = len(self.key_idx) == 1
+        self.fast = all(isinstance(fields[i].dataType, _ARROW_COMPARABLE)
+                        for i in self.compare_idx)
+        self.floats = {i for i in self.compare_idx
+                       if isinstance(fields[i].dataType, (FloatType, DoubleType))}
+        self._to_pylist = a2r._to_pylist
+        self._conv = {i: a2r._create_converter(fields[i].dataType, none_on_identity=True,
+                                               binary_as_bytes=True)
+                      for i in self.compare_idx}
+
+    def _values(self, column: pa.Array, i: int) -> list:
+        values = self._to_pylist(column)
+        conv = self._conv[i]
+        return values if conv is None else [conv(v) for v in values]
+
+    @staticmethod
+    def _norm(v: Any) -> Any:
+        return _NAN if v != v else v  # only NaN differs from itself among scalar keys
+
+    def _starts_fast(self, batch: pa.RecordBatch) -> list[int]:
+        n = batch.num_rows
+        changed = None
+        for i in self.compare_idx:
+            col = batch.column(i)
+            a, b = col.slice(1), col.slice(0, n - 1)
+            diff = pc.fill_null(pc.not_equal(a, b), False)
+            if col.null_count:
+                diff = pc.or_(diff, pc.not_equal(pc.is_valid(a), pc.is_valid(b)))
+            if i in self.floats:
+                both_nan = pc.and_(pc.fill_null(pc.is_nan(a), False),
+                                   pc.fill_null(pc.is_nan(b), False))
+                diff = pc.and_(diff, pc.invert(both_nan))
+            changed = diff if changed is None else pc.or_(changed, diff)
+        return [0] + [p + 1 for p in pc.indices_nonzero(changed).to_pylist()]
+
+    def split(self, batch: pa.RecordBatch):
+        n = batch.num_rows
+        if n == 0:
+            return [], [], [], [[] for _ in self.extra_idx]
+        if self.fast:
+            starts = self._starts_fast(batch) if n > 1 else [0]
+            at = pa.array(starts, pa.int64()) if len(starts) < n else None
+            values = {i: self._values(batch.column(i) if at is None else batch.column(i).take(at), i)
+                      for i in self.compare_idx}
+        else:
+            full = {i: self._values(batch.column(i), i) for i in self.compare_idx}
+            floats = self.floats
+            norm = self._norm
+            columns = [[norm(v) for v in full[i]] if i in floats else full[i]
+                       for i in self.compare_idx]
+            cmp = list(zip(*columns))
+            starts = [0] + [j for j in range(1, n) if cmp[j] != cmp[j - 1]]
+            values = {i: [full[i][j] for j in starts] for i in self.compare_idx}
+        if self.single:
+            k = self.key_idx[0]
+            ukeys = values[k]
+            gkeys = [self._norm(v) for v in ukeys] if k in self.floats else ukeys
+        else:
+            ukeys = list(zip(*(values[i] for i in self.key_idx)))
+            if self.floats:
+                gkeys = [tuple(self._norm(v) if i in self.floats else v
+                               for i, v in zip(self.key_idx, key)) for key in ukeys]
+            else:
+                gkeys = ukeys
+        extras = [values[i] for i in self.extra_idx]
+        return starts, ukeys, gkeys, extras
+
+
+def _bounds(starts: list[int], n: int) -> Iterator[tuple[int, int]]:
+    return zip(starts, starts[1:] + [n])
+
+
+def row_segments(in_schema: StructType, key_idx: list[int], ncols: int | None = None):
+    """Batch -> [(group key, key, rows)], decoding the whole batch once. With ``ncols``, only the
+    first ``ncols`` columns are the user's (hidden columns after them are dropped)."""
+    decoder = RowDecoder(in_schema)
+    splitter = KeySplitter(in_schema, key_idx)
+
+    def decode(batch: pa.RecordBatch) -> list:
+        if ncols is not None and batch.num_columns > ncols:
+            batch = batch.select(list(range(ncols)))
+        starts, ukeys, gkeys, _ = splitter.split(batch)
+        if not starts:
+            return []
+        rows = decoder(batch)
+        n = len(rows)
+        if len(starts) == 1:
+            return [(gkeys[0], ukeys[0], rows)]
+        return [(g, u, rows[s:e]) for g, u, (s, e) in zip(gkeys, ukeys, _bounds(starts, n))]
+
+    decode.row_class = decoder.row_class  # type: ignore[attr-defined]
+    return decode
+
+
+def arrow_segments(in_schema: StructType, key_idx: list[int]):
+    """Batch -> [(group key, key, [batch slice])], with no row decoding."""
+    splitter = KeySplitter(in_schema, key_idx)
+
+    def decode(batch: pa.RecordBatch) -> list:
+        starts, ukeys, gkeys, _ = splitter.split(batch)
+        if len(starts) == 1:
+            return [(gkeys[0], ukeys[0], [batch])]
+        n = batch.num_rows
+        return [(g, u, [batch.slice(s, e - s)])
+                for g, u, (s, e) in zip(gkeys, ukeys, _bounds(starts, n))]
+
+    return decode
+
+
+class _Prefetched:
+    """One task's input, cut into key runs ahead of the function; always drained at the end."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], decode: Callable, depth: int):
+        self.prefetch = Prefetcher(batches, decode, depth)
+
+    def segments(self) -> Iterator[tuple]:
+        return itertools.chain.from_iterable(self.prefetch)
+
+    def __enter__(self) -> "_Prefetched":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.prefetch.finish()
+
+
+def groups(segments: Iterator[tuple]) -> Iterator[tuple[Any, Iterator[Any]]]:
+    """Consecutive runs of equal group key -> (key, lazy iterator over the key's records). The
+    iterator is valid until the next key is asked for (what the function left unread is
+    skipped)."""
+    third = operator.itemgetter(2)
+    for _, group in itertools.groupby(segments, key=_first):
+        first = next(group)
+        yield first[1], itertools.chain(first[2], itertools.chain.from_iterable(map(third, group)))
+
+
+def _key_tuple(key: Any, single: bool) -> tuple:
+    return (key,) if single else tuple(key)
+
+
+def _row_coercer(operation: str, in_schema: StructType, row_class: type):
+    names = in_schema.names
+    new_row = partial(tuple.__new__, row_class)
+
+    def as_row(value):
+        # what func returns is handed back to it as `a`: keep it a Row of the input
+        if isinstance(value, Row) and getattr(value, "__fields__", None) == names:
+            return value
+        if isinstance(value, tuple) and len(value) == len(names):
+            return new_row(value)
+        if isinstance(value, dict):
+            return new_row([value.get(n) for n in names])
+        raise FullWindowTypeError(
+            f"{operation}: partition {partition_id()}: func returned {value!r}; it must "
+            f"return the combined row, a Row or tuple of {in_schema.simpleString()}")
+    return as_row
+
+
+# ---- the keyed operations ---------------------------------------------------------------------
+
+def map_partition(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
+    def run(batches):
+        with _Prefetched(batches, row_segments(in_schema, key_idx), depth) as p:
+            out = itertools.chain.from_iterable(
+                _iterable(encoder.operation, "func", func(key, rows))
+                for key, rows in groups(p.segments()))
+            yield from encoder.encode_all(out)
+    return run
+
+
+def _concat(batches: list) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def map_partition_in_arrow(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
+    from pyspark.sql.conversion import ArrowBatchTransformer
+
+    operation = encoder.operation
+    target = encoder.batch_size
+
+    def checked(item):
+        items = item.to_batches() if isinstance(item, pa.Table) else [item]
+        for b in items:
+            if not isinstance(b, pa.RecordBatch):
+                raise SchemaMismatchError(
+                    f"{operation}: partition {partition_id()}: func must yield "
+                    f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
+            try:
+                yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
+            except Exception as err:  # noqa: BLE001
+                raise SchemaMismatchError(
+                    f"{operation}: partition {partition_id()}: a batch with schema "
+                    f"[{b.schema.to_string(show_schema_metadata=False).replace(chr(10), ', ')}]"
+                    f" does not fit {encoder.schema.simpleString()}: {err}") from None
+
+    def run(batches):
+        with _Prefetched(batches, arrow_segments(in_schema, key_idx), depth) as p:
+            pending, size = [], 0  # many small keys: send fewer, larger batches
+            for key, slices in groups(p.segments()):
+                for item in _iterable(operation, "func", func(key, slices)):
+                    for b in checked(item):
+                        if b.num_rows >= target and not pending:
+                            yield b
+                            continue
+                        pending.append(b)
+                        size += b.num_rows
+                        if size >= target:
+                            yield _concat(pending)
+                            pending, size = [], 0
+            if pending:
+                yield _concat(pending)
+    return run
+
+
+def _result_values(operation: str, value: Any, schema: StructType) -> tuple:
+    names = schema.names
+    if isinstance(value, Row) and hasattr(value, "__fields__"):
+        d = value.asDict()
+        if all(n in d for n in names):
+            return tuple(d[n] for n in names)
+        return tuple(value)
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, dict):
+        return tuple(value.get(n) for n in names)
+    if len(names) == 1:
+        return (value,)
+    raise SchemaMismatchError(
+        f"{operation}: partition {partition_id()}: get_result returned {value!r} "
+        f"({type(value).__name__}); expected a tuple, Row or dict of {schema.simpleString()}")
+
+
+def aggregate(agg, in_schema, key_idx, result_schema: StructType, encoder: RowEncoder, depth: int):
+    single = len(key_idx) == 1
+    operation = encoder.operation
+
+    def results(segments):
+        add = agg.add
+        for key, rows in groups(segments):
+            acc = agg.create_accumulator()
+            for row in rows:
+                acc = add(row, acc)  # the returned accumulator is the one used
+            yield _key_tuple(key, single) + tuple(
+                _result_values(operation, agg.get_result(acc), result_schema))
+
+    def run(batches):
+        with _Prefetched(batches, row_segments(in_schema, key_idx), depth) as p:
+            yield from encoder.encode_all(results(p.segments()))
+    return run
+
+
+def reduce(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
+    def run(batches):
+        decode = row_segments(in_schema, key_idx)
+        as_row = _row_coercer(encoder.operation, in_schema, decode.row_class)
+
+        def results(segments):
+            for _, rows in groups(segments):
+                acc = next(rows)
+                for row in rows:
+                    acc = as_row(func(acc, row))
+                yield acc
+
+        with _Prefetched(batches, decode, depth) as p:
+            yield from encoder.encode_all(results(p.segments()))
+    return run
+
+
+def running_reduce(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
+    """STREAMING mode's keyed reduce on a bounded input: each key's records arrive in input
+    order (a hidden position column follows the user's columns and is dropped here); the running
+    value is emitted after every record (an upsert stream, FLIP-134)."""
+    ncols = len(in_schema.fields)
+
+    def run(batches):
+        decode = row_segments(in_schema, key_idx, ncols)
+        as_row = _row_coercer(encoder.operation, in_schema, decode.row_class)
+
+        def results(segments):
+            for _, rows in groups(segments):
+                acc = next(rows)
+                yield acc
+                for row in rows:
+                    acc = as_row(func(acc, row))
+                    yield acc
+
+        with _Prefetched(batches, decode, depth) as p:
+            yield from encoder.encode_all(results(p.segments()))
+    return run
+
+
+def process(pwf, in_schema, key_idx, encoder: RowEncoder, depth: int, policy):
+    from fullwindow.functions import Context
+
+    def run(batches):
+        pid = partition_id()
+        pwf.open(Context(pid, None, policy))
+        try:
+            with _Prefetched(batches, row_segments(in_schema, key_idx), depth) as p:
+                def outputs():
+                    for key, rows in groups(p.segments()):
+                        ctx = Context(pid, key, policy)
+                        yield from _iterable("process", "process()", pwf.process(key, ctx, rows))
+                        # the key's window has fired: its timers fire now (end of input for it)
+                        yield from end_of_input(pwf, ctx, policy)
+                yield from encoder.encode_all(outputs())
+        finally:
+            pwf.close()
+    return run
+
+
+# ---- coGroup ----------------------------------------------------------------------------------
+
+def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: StructType):
+    """Merged batch ``[side, keys..., left columns..., right columns...]`` ->
+    [(group key, key, side, rows)]: runs of equal (side, key); each side's rows decoded from its
+    own columns only."""
+    splitter = KeySplitter(merged, list(range(1, 1 + nkeys)), extra_idx=(0,))
+    nl = len(left.fields)
+    left_cols = list(range(1 + nkeys, 1 + nkeys + nl))
+    right_cols = list(range(1 + nkeys + nl, 1 + nkeys + nl + len(right.fields)))
+    left_decoder, right_decoder = RowDecoder(left), RowDecoder(right)
+
+    def side_rows(batch, side, cols, decoder, sides):
+        if side not in sides:
+            return []
+        part = batch.select(cols)
+        if any(s != side for s in sides):
+            part = part.filter(pc.equal(batch.column(0), side))
+        return decoder(part)
+
+    def decode(batch: pa.RecordBatch) -> list:
+        starts, ukeys, gkeys, (sides,) = splitter.split(batch)
+        if not starts:
+            return []
+        present = set(sides)
+        rows = (side_rows(batch, 0, left_cols, left_decoder, present),
+                side_rows(batch, 1, right_cols, right_decoder, present))
+        at = [0, 0]
+        out = []
+        for g, u, side, (s, e) in zip(gkeys, ukeys, sides, _bounds(starts, batch.num_rows)):
+            i = at[side]
+            at[side] = i + (e - s)
+            out.append((g, u, side, rows[side][i:at[side]]))
+        return out
+
+    return decode
+
+
+class _Sides:
+    """One key's two runs, left then right, read from the shared stream of its segments.
+
+    ``left()`` streams the left run. ``right()``, when first read, keeps whatever of the left run
+    has not been read yet (so ``left()`` still sees it) and then streams the right run. Memory
+    is therefore bounded on the right side always, and on the left side when the function reads
+    the left records before the right ones."""
+
+    def __init__(self, segments: Iterator[tuple]):
+        self._segments = segments
+        self._left_open = True
+        self._buffered: collections.deque = collections.deque()
+        self._right_first = None
+
+    def _next_left(self):
+        seg = next(self._segments, None)
+        if seg is None:
+            self._left_open = False
+            return None
+        if seg[2] == 1:
+            self._left_open = False
+            self._right_first = seg[3]
+            return None
+        return seg[3]
+
+    def left(self) -> Iterator[Any]:
+        while True:
+            if self._buffered:
+                rows = self._buffered.popleft()
+            elif self._left_open:
+                rows = self._next_left()
+                if rows is None:
+                    return
+            else:
+                return
+            yield from rows
+
+    def right(self) -> Iterator[Any]:
+        while self._left_open:
+            rows = self._next_left()
+            if rows is not None:
+                self._buffered.append(rows)
+        if self._right_first is not None:
+            rows, self._right_first = self._right_first, None
+            yield from rows
+        for seg in self._segments:
+            yield from seg[3]
+
+
+def co_group(func, merged: StructType, nkeys: int, left: StructType, right: StructType,
+             encoder: RowEncoder, depth: int):
+    operation = encoder.operation
+
+    def outputs(segments):
+        for _, group in itertools.groupby(segments, key=_first):
+            first = next(group)
+            sides = _Sides(itertools.chain((first,), group))
+            yield from _iterable(operation, "func", func(first[1], sides.left(), sides.right()))
+
+    def run(batches):
+        with _Prefetched(batches, cogroup_segments(merged, nkeys, left, right), depth) as p:
+            yield from encoder.encode_all(outputs(p.segments()))
+    return run
+
+
+def merged_schema(nkey_fields: list[StructField], left: StructType, right: StructType) -> StructType:
+    """The layout the JVM merges the two sides into (see FullWindowCoGroupExec)."""
+    from pyspark.sql.types import IntegerType as Int
+
+    return StructType(
+        [StructField("__side", Int(), False)]
+        + [StructField(f"__key{i}", f.dataType, True) for i, f in enumerate(nkey_fields)]
+        + [StructField(f"__left{i}", f.dataType, True) for i, f in enumerate(left.fields)]
+        + [StructField(f"__right{i}", f.dataType, True) for i, f in enumerate(right.fields)])
+
+
+__all__ = ["KeySplitter", "aggregate", "co_group", "map_partition", "map_partition_in_arrow",
+           "merged_schema", "process", "reduce", "running_reduce"]

@@ -1,0 +1,567 @@
+"""Keyed full windows (one window per key), EndOfStreamWindows, and the two-sorter coGroup.
+
+``df.keyBy("k")`` is a DataFrame seen as Flink's ``KeyedStream``: hash-partitioned by the key.
+Every keyed operation fires once per key at end of input. The Python ones stream each key's
+records from a key-sorted, spilling input, so a key larger than memory goes through.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Iterable, Iterator, Union
+
+from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StringType, StructField, StructType
+
+from fullwindow._jvm import facade, jvm_errors
+from fullwindow._keys import (_quote, _unsortable, resolve_sort_keys, to_java_booleans,
+                              to_java_columns)
+from fullwindow._order import Order
+from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
+                               KeyNotSortableError, StreamingNotSupportedError)
+from fullwindow.functions import EndOfStreamWindows
+from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
+                                  _require_methods, _time_policy)
+
+_seq_ids = itertools.count()
+
+
+# ---- keys -------------------------------------------------------------------------------------
+
+def _collated(dt: DataType) -> bool:
+    """A string type compared under a collation other than binary: Spark groups such keys by
+    the collation (e.g. 'A' = 'a'), which Python's equality does not follow."""
+    from pyspark.sql.types import ArrayType
+
+    if isinstance(dt, StringType):
+        return getattr(dt, "collation", "UTF8_BINARY") not in ("UTF8_BINARY", None)
+    if isinstance(dt, ArrayType):
+        return _collated(dt.elementType)
+    if isinstance(dt, StructType):
+        return any(_collated(f.dataType) for f in dt.fields)
+    return False
+
+
+def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]:
+    """The key column names, checked: top-level columns of ``df`` whose values can be hashed and
+    sorted; raises a clear error otherwise."""
+    if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+        cols = tuple(cols[0])
+    if not cols:
+        raise FullWindowTypeError(
+            f"{operation}: give at least one key column name, e.g. df.keyBy('k') or "
+            "df.keyBy('k1', 'k2')")
+    schema = df.schema
+    names = schema.names
+    keys: list[str] = []
+    for i, c in enumerate(cols):
+        if not isinstance(c, str):
+            got = "None" if c is None else f"{type(c).__name__} {c!r}"
+            hint = (" (to key by an expression, add it as a column with withColumn first)"
+                    if isinstance(c, Column) else "")
+            raise FullWindowTypeError(
+                f"{operation}: key #{i} must be the name (str) of a top-level column; got {got}"
+                f"{hint}")
+        matches = names.count(c)
+        if matches == 0:
+            raise FullWindowValueError(
+                f"{operation}: key {c!r} is not a column of the input; columns are "
+                f"{', '.join(names) or '(none)'}")
+        if matches > 1:
+            raise FullWindowValueError(
+                f"{operation}: key {c!r} is ambiguous: the input has {matches} columns of that "
+                "name (rename them first)")
+        if c in keys:
+            raise FullWindowValueError(f"{operation}: key {c!r} is given twice")
+        dt = schema[c].dataType
+        if _unsortable(dt):
+            raise KeyNotSortableError(
+                f"{operation}: key {c!r} has type {dt.simpleString()}, which cannot be hashed "
+                "or sorted (maps, variants, and structs or arrays holding them, can be neither); "
+                "key by another column")
+        if _collated(dt):
+            raise FullWindowTypeError(
+                f"{operation}: key {c!r} has type {dt.simpleString()} with a non-binary "
+                "collation, which is not supported as a key; key by F.col(...).collate("
+                "'UTF8_BINARY') (or a normalized column such as F.lower(...)) instead")
+        keys.append(c)
+    return tuple(keys)
+
+
+def _java_strings(spark, values) -> Any:
+    gateway = spark.sparkContext._gateway
+    arr = gateway.new_array(gateway.jvm.java.lang.String, len(values))
+    for i, v in enumerate(values):
+        arr[i] = v
+    return arr
+
+
+def _key_fields(df: DataFrame, keys: tuple[str, ...]) -> list[StructField]:
+    return [df.schema[k] for k in keys]
+
+
+def _check_assigner(operation: str, assigner: Any) -> None:
+    if isinstance(assigner, EndOfStreamWindows):
+        return
+    got = "None" if assigner is None else f"{type(assigner).__name__} {assigner!r}"
+    if assigner is EndOfStreamWindows:
+        got = "the class EndOfStreamWindows (call .get() on it)"
+    raise FullWindowTypeError(
+        f"{operation}: full windows take the window assigner EndOfStreamWindows.get() (one "
+        f"window per key, fired at end of input); got {got}")
+
+
+def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Column:
+    """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
+    each task (the JVM gives it the whole input row, so its arguments are nominal)."""
+    from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
+
+    from fullwindow._worker import RowEncoder
+
+    spark = df.sparkSession
+    large = (spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
+        .lower() == "true"
+    batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
+    encoder = RowEncoder(operation, schema, large, batch)
+    udf = pandas_udf(make_runner(encoder), returnType=schema,  # type: ignore[call-overload]
+                     functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    return udf(*[F.col(_quote(c)) for c in df.columns])
+
+
+def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
+                  make_runner) -> DataFrame:
+    column = _udf_column(df, f"keyed {operation}", schema, make_runner)
+    jdf = facade(df).keyedPythonPartition(df._jdf, operation, _java_strings(df.sparkSession, keys),
+                                          column._jc)
+    return DataFrame(jdf, df.sparkSession)
+
+
+def _runtime_mode(spark) -> str:
+    raw = (spark.conf.get("spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
+    mode = raw.strip().upper()
+    if mode not in ("BATCH", "STREAMING", "AUTOMATIC"):
+        raise ConfigurationError(f"spark.fullwindow.runtimeMode is '{mode}'; expected one of: "
+                                 "BATCH, STREAMING, AUTOMATIC.")
+    return mode
+
+
+# ---- KeyedDataFrame ---------------------------------------------------------------------------
+
+class KeyedDataFrame:
+    """A DataFrame keyed by some of its columns (Flink's ``KeyedStream``): keyed operations see
+    the records hash-partitioned by the key. Get one with ``df.keyBy("k")`` or
+    ``df.keyBy("k1", "k2")``; the key handed to functions is the value for one key column and a
+    tuple for several.
+
+    >>> keyed = df.keyBy("k")
+    >>> keyed.fullWindowPartition().mapPartition(lambda key, rows: [(key, sum(1 for _ in rows))],
+    ...                                          "k long, n long")
+    >>> keyed.window(EndOfStreamWindows.get()).reduce(lambda a, b: a if a.v >= b.v else b)
+    >>> keyed.coGroup(other.keyBy("k")).window(EndOfStreamWindows.get()).apply(f, schema)
+    """
+
+    def __init__(self, df: DataFrame, keys: tuple[str, ...]):
+        self._df = df
+        self._keys = tuple(keys)
+
+    @property
+    def dataframe(self) -> DataFrame:
+        """The DataFrame that was keyed (as it was; keyed operations partition it by key)."""
+        return self._df
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key column names."""
+        return self._keys
+
+    def __repr__(self) -> str:
+        return f"KeyedDataFrame[keys=({', '.join(self._keys)}); {self._df.schema.simpleString()}]"
+
+    def fullWindowPartition(self) -> "KeyedPartitionWindowedDataFrame":
+        """One full window per key: the operations of the non-keyed full window, per key."""
+        return KeyedPartitionWindowedDataFrame(self._df, self._keys)
+
+    def window(self, assigner: EndOfStreamWindows) -> "KeyedWindowedDataFrame":
+        """The same per-key full window, spelled as FLIP-331 spells it:
+        ``keyBy("k").window(EndOfStreamWindows.get())``. Other assigners are rejected."""
+        _check_assigner("window", assigner)
+        return KeyedWindowedDataFrame(self._df, self._keys)
+
+    def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:
+        """Keyed reduce, not windowed (FLIP-134). In BATCH runtime mode (the default on a
+        bounded input) one final row per key, as the windowed reduce. With
+        ``spark.fullwindow.runtimeMode=STREAMING`` on a bounded input: one running row per input
+        record, in input order within each key (the upsert stream a streaming job would emit;
+        the last row of each key is the final value). Not supported on a streaming DataFrame.
+
+        >>> df.keyBy("k").reduce(lambda a, b: Row(k=a.k, v=a.v + b.v))
+        """
+        _require_callable("keyed reduce", "func", func, "a function (a: Row, b: Row) -> Row")
+        df = self._df
+        mode = _runtime_mode(df.sparkSession)
+        if df.isStreaming:
+            raise StreamingNotSupportedError(
+                "keyed reduce cannot run on a streaming DataFrame: its running (upsert) result "
+                "of STREAMING runtime mode is computed over a bounded input, by sorting each "
+                "key's records by their input position, which an unbounded stream cannot be. "
+                "For an unbounded stream use Structured Streaming's stateful operators (e.g. "
+                "groupBy(...).applyInPandasWithState).")
+        if mode != "STREAMING":
+            return KeyedPartitionWindowedDataFrame(df, self._keys)._reduce("reduce", func)
+        return _running_reduce(df, self._keys, func)
+
+    def coGroup(self, other: "KeyedDataFrame") -> "CoGroupedDataFrames":
+        """Groups this keyed DataFrame with another by key (FLIP-331's coGroup); finish with
+        ``.window(EndOfStreamWindows.get()).apply(func(key, left_rows, right_rows), schema)``.
+        Both sides need the same number of keys, of the same types."""
+        if not isinstance(other, KeyedDataFrame):
+            got = "None" if other is None else f"{type(other).__name__} {other!r}"
+            hint = " (call .keyBy(...) on it first)" if isinstance(other, DataFrame) else ""
+            raise FullWindowTypeError(f"coGroup: other must be a KeyedDataFrame, "
+                                      f"e.g. other_df.keyBy('k'); got {got}{hint}")
+        if other._df.sparkSession is not self._df.sparkSession:
+            raise FullWindowValueError("coGroup: both sides must belong to the same SparkSession")
+        return CoGroupedDataFrames(self, other)
+
+
+def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
+    from fullwindow import _keyed_worker
+
+    in_schema = df.schema
+    key_idx = [in_schema.names.index(k) for k in keys]
+    seq = f"__fullwindow_seq_{next(_seq_ids)}"
+    with_seq = df.withColumn(seq, F.monotonically_increasing_id())  # input position, before the exchange
+    column = _udf_column(with_seq, "keyed reduce", in_schema,
+                         lambda enc: _keyed_worker.running_reduce(func, in_schema, key_idx, enc,
+                                                                  _PREFETCH_DEPTH))
+    spark = df.sparkSession
+    jdf = facade(df).keyedRunning(with_seq._jdf, "reduce", _java_strings(spark, keys), seq,
+                                  column._jc)
+    return DataFrame(jdf, spark)
+
+
+KeyedDataFrame.reduce = jvm_errors("keyed reduce")(KeyedDataFrame.reduce)  # type: ignore[method-assign]
+
+
+# ---- per-key full windows ---------------------------------------------------------------------
+
+class KeyedPartitionWindowedDataFrame:
+    """One full window per key (FLIP-380's keyed ``PartitionWindowedStream``): the input is
+    hash-partitioned by the key and each operation fires once per key at end of input. Get one
+    with ``df.keyBy("k").fullWindowPartition()``.
+
+    The Python operations stream each key's records: the partition is sorted by key with
+    Spark's spilling sorter and each key's records reach the function as a lazy iterator while
+    the partition is read, so a key with more records than fit in memory goes through (unlike
+    ``groupBy().applyInPandas``, which loads whole groups).
+    """
+
+    def __init__(self, df: DataFrame, keys: tuple[str, ...]):
+        self._df = df
+        self._keys = tuple(keys)
+
+    @property
+    def dataframe(self) -> DataFrame:
+        return self._df
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self._keys
+
+    def __repr__(self) -> str:
+        return (f"KeyedPartitionWindowedDataFrame[keys=({', '.join(self._keys)}); "
+                f"{self._df.schema.simpleString()}]")
+
+    def _key_idx(self) -> list[int]:
+        names = self._df.schema.names
+        return [names.index(k) for k in self._keys]
+
+    # -- mapPartition -------------------------------------------------------------------------
+
+    def _map_partition(self, operation: str, func, schema) -> DataFrame:
+        from fullwindow import _keyed_worker
+
+        label = f"keyed {operation}"
+        _require_callable(label, "func", func, "a function (key, rows) -> iterable of rows")
+        out = _parse_schema(label, schema)
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        return _keyed_python(self._df, self._keys, operation, out,
+                             lambda enc: _keyed_worker.map_partition(func, in_schema, key_idx, enc,
+                                                                     _PREFETCH_DEPTH))
+
+    @jvm_errors("keyed mapPartition")
+    def mapPartition(self, func: Callable[[Any, Iterator[Row]], Iterable[Any]],
+                     schema: Union[StructType, str]) -> DataFrame:
+        """Calls ``func(key, rows)`` once per key with a lazy iterator over that key's records
+        (``Row``s) and returns what it yields (tuples, Rows or dicts of ``schema``). The records
+        stream: a key larger than memory is fine as long as ``func`` does not keep them.
+
+        >>> def count(key, rows):
+        ...     yield (key, sum(1 for _ in rows))
+        >>> df.keyBy("k").fullWindowPartition().mapPartition(count, "k long, n long")
+        """
+        return self._map_partition("mapPartition", func, schema)
+
+    @jvm_errors("keyed mapPartitionInArrow")
+    def mapPartitionInArrow(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
+                            schema: Union[StructType, str]) -> DataFrame:
+        """Like :meth:`mapPartition` with Arrow: ``func(key, batches)`` gets an iterator of
+        ``pyarrow.RecordBatch`` holding only that key's records and yields batches (or Tables)
+        of ``schema``.
+
+        >>> def total(key, batches):
+        ...     s = sum(pc.sum(b["v"]).as_py() or 0 for b in batches)
+        ...     yield pa.RecordBatch.from_pylist([{"k": key, "total": s}])
+        >>> df.keyBy("k").fullWindowPartition().mapPartitionInArrow(total, "k long, total long")
+        """
+        from fullwindow import _keyed_worker
+
+        label = "keyed mapPartitionInArrow"
+        _require_callable(label, "func", func,
+                          "a function (key, iterator of pyarrow.RecordBatch) -> batches")
+        out = _parse_schema(label, schema)
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        return _keyed_python(self._df, self._keys, "mapPartitionInArrow", out,
+                             lambda enc: _keyed_worker.map_partition_in_arrow(
+                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH))
+
+    # -- sortPartition --------------------------------------------------------------------------
+
+    @jvm_errors("keyed sortPartition")
+    def sortPartition(self, key: Any, order: Order | str = Order.ASCENDING, *,
+                      key_type: DataType | None = None) -> DataFrame:
+        """Records grouped by key (hash-partitioned by it: one exchange) and sorted by ``key``
+        within each key, with Spark's spilling sorter. ``key`` and ``order`` take every form the
+        non-keyed ``sortPartition`` takes (index, name, Column, key selector, list of pairs).
+
+        >>> df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
+        """
+        df = self._df
+        spark = df.sparkSession
+        fw = facade(df)
+        parted = DataFrame(fw.keyedRepartition(df._jdf, _java_strings(spark, self._keys)), spark)
+        resolved = resolve_sort_keys("keyed sortPartition", parted, key, order, key_type)
+        if resolved is None:
+            return parted  # an empty input and a key selector: nothing to sort
+        columns = [F.col(_quote(k)) for k in self._keys] + resolved.columns
+        ascending = [True] * len(self._keys) + resolved.ascending
+        jdf = fw.sortPartition(resolved.df._jdf, to_java_columns(spark, columns),
+                               to_java_booleans(spark, ascending))
+        out = DataFrame(jdf, spark)
+        return out.drop(*resolved.hidden) if resolved.hidden else out
+
+    # -- aggregate ------------------------------------------------------------------------------
+
+    def _aggregate(self, operation: str, args: tuple, schema) -> DataFrame:
+        from fullwindow import _keyed_worker
+
+        label = f"keyed {operation}"
+        if not args:
+            raise FullWindowTypeError(f"{label}: give aggregate Columns, or an AggregateFunction "
+                                      "and a schema")
+        first = args[0]
+        if isinstance(first, Column):
+            for i, c in enumerate(args):
+                if not isinstance(c, Column):
+                    raise FullWindowTypeError(
+                        f"{label}: argument #{i} must be an aggregate Column such as "
+                        f"F.sum('v'); got {type(c).__name__} {c!r}")
+            df = self._df
+            spark = df.sparkSession
+            jdf = facade(df).keyedAggregate(df._jdf, _java_strings(spark, self._keys),
+                                            to_java_columns(spark, list(args)))
+            return DataFrame(jdf, spark)
+        if len(args) == 2 and schema is None:
+            first, schema = args
+        elif len(args) != 1:
+            raise FullWindowTypeError(
+                f"{label}(func, schema) takes one AggregateFunction and a schema")
+        _require_methods(label, "func", first, ("create_accumulator", "add", "get_result"),
+                         "an AggregateFunction (create_accumulator, add, get_result, merge) or "
+                         "aggregate Columns")
+        result = _parse_schema(label, schema)
+        key_fields = _key_fields(self._df, self._keys)
+        clash = [f.name for f in result.fields if f.name in self._keys]
+        if clash:
+            raise FullWindowValueError(
+                f"{label}: the result field {clash[0]!r} has the name of a key column; the "
+                "output is the key columns then the result fields, so rename it")
+        out = StructType(key_fields + list(result.fields))
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        return _keyed_python(self._df, self._keys, operation, out,
+                             lambda enc: _keyed_worker.aggregate(first, in_schema, key_idx, result,
+                                                                 enc, _PREFETCH_DEPTH))
+
+    @jvm_errors("keyed aggregate")
+    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+        """Aggregates each key's records into one row: the key columns, then the aggregates.
+
+        With built-in aggregate ``Column``s, evaluated in the JVM (the input is hash-partitioned
+        by the key, then each partition aggregated per key; one exchange):
+
+        >>> df.keyBy("k").fullWindowPartition().aggregate(F.sum("v").alias("total"))
+
+        With a Python :class:`AggregateFunction` and the schema of its result; the output is
+        the key columns followed by the result's fields:
+
+        >>> df.keyBy("k").fullWindowPartition().aggregate(Mean(), "mean double")  # k, mean
+        """
+        return self._aggregate("aggregate", args, schema)
+
+    # -- reduce ---------------------------------------------------------------------------------
+
+    def _reduce(self, operation: str, func) -> DataFrame:
+        from fullwindow import _keyed_worker
+
+        _require_callable(f"keyed {operation}", "func", func,
+                          "a function (a: Row, b: Row) -> Row")
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        return _keyed_python(self._df, self._keys, operation, in_schema,
+                             lambda enc: _keyed_worker.reduce(func, in_schema, key_idx, enc,
+                                                              _PREFETCH_DEPTH))
+
+    @jvm_errors("keyed reduce")
+    def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:
+        """Combines each key's records pairwise with ``func(a, b) -> Row or tuple``: one row of
+        the input schema per key.
+
+        >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b)
+        """
+        return self._reduce("reduce", func)
+
+    # -- process --------------------------------------------------------------------------------
+
+    def _process(self, operation: str, func, schema) -> DataFrame:
+        from fullwindow import _keyed_worker
+
+        label = f"keyed {operation}"
+        _require_methods(label, "func", func, ("process",),
+                         "a ProcessWindowFunction (with process(key, ctx, rows))")
+        out = _parse_schema(label, schema)
+        policy = _time_policy(self._df.sparkSession)
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        return _keyed_python(self._df, self._keys, operation, out,
+                             lambda enc: _keyed_worker.process(func, in_schema, key_idx, enc,
+                                                               _PREFETCH_DEPTH, policy))
+
+    @jvm_errors("keyed process")
+    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
+        """Calls a :class:`ProcessWindowFunction` once per key: ``process(key, ctx, rows)`` with
+        ``ctx.key`` set, then that key's timers (end of input); ``open(ctx)`` and ``close()``
+        are called once per task.
+
+        >>> df.keyBy("k").fullWindowPartition().process(Summary(), "k long, n long")
+        """
+        return self._process("process", func, schema)
+
+
+class KeyedWindowedDataFrame:
+    """``keyBy(...).window(EndOfStreamWindows.get())``: one window per key holding all its
+    records, fired at end of input (FLIP-331). The same windows as
+    ``keyBy(...).fullWindowPartition()``, with Flink's ``WindowedStream`` method names."""
+
+    def __init__(self, df: DataFrame, keys: tuple[str, ...]):
+        self._window = KeyedPartitionWindowedDataFrame(df, keys)
+
+    def __repr__(self) -> str:
+        return (f"KeyedWindowedDataFrame[EndOfStreamWindows; keys=({', '.join(self._window.keys)})"
+                f"; {self._window.dataframe.schema.simpleString()}]")
+
+    @jvm_errors("keyed apply")
+    def apply(self, func: Callable[[Any, Iterator[Row]], Iterable[Any]],
+              schema: Union[StructType, str]) -> DataFrame:
+        """``func(key, rows)`` once per key, streaming (as keyed ``mapPartition``).
+
+        >>> df.keyBy("k").window(EndOfStreamWindows.get()).apply(count, "k long, n long")
+        """
+        return self._window._map_partition("apply", func, schema)
+
+    @jvm_errors("keyed process")
+    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
+        """A :class:`ProcessWindowFunction` once per key (as keyed ``process``)."""
+        return self._window._process("process", func, schema)
+
+    @jvm_errors("keyed aggregate")
+    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+        """Aggregate Columns (JVM) or an AggregateFunction and a schema, per key: the key
+        columns, then the aggregates (as keyed ``aggregate``)."""
+        return self._window._aggregate("aggregate", args, schema)
+
+    @jvm_errors("keyed reduce")
+    def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:
+        """One row of the input schema per key (as keyed ``reduce``)."""
+        return self._window._reduce("reduce", func)
+
+
+# ---- coGroup ----------------------------------------------------------------------------------
+
+class CoGroupedDataFrames:
+    """Two keyed DataFrames grouped by key; call ``.window(EndOfStreamWindows.get())`` next."""
+
+    def __init__(self, left: KeyedDataFrame, right: KeyedDataFrame):
+        self._left, self._right = left, right
+
+    def __repr__(self) -> str:
+        return f"CoGroupedDataFrames[{self._left!r}, {self._right!r}]"
+
+    def window(self, assigner: EndOfStreamWindows) -> "CoGroupedWindowedDataFrames":
+        _check_assigner("coGroup window", assigner)
+        return CoGroupedWindowedDataFrames(self._left, self._right)
+
+    def apply(self, *args: Any, **kwargs: Any) -> DataFrame:
+        raise FullWindowTypeError(
+            "coGroup: call .window(EndOfStreamWindows.get()) before .apply(func, schema)")
+
+
+class CoGroupedWindowedDataFrames:
+    """``a.keyBy(k).coGroup(b.keyBy(k)).window(EndOfStreamWindows.get())``."""
+
+    def __init__(self, left: KeyedDataFrame, right: KeyedDataFrame):
+        self._left, self._right = left, right
+
+    @jvm_errors("coGroup")
+    def apply(self, func: Callable[[Any, Iterator[Row], Iterator[Row]], Iterable[Any]],
+              schema: Union[StructType, str]) -> DataFrame:
+        """Calls ``func(key, left_rows, right_rows)`` once for every key present on either side
+        (the other side's iterator is then empty), at end of input, and returns what it yields
+        (tuples, Rows or dicts of ``schema``).
+
+        Both inputs are hash-partitioned by key (co-partitioned) and each is sorted by its own
+        spilling sorter; the two sorted streams are merged by key, left records of a key before
+        its right ones. Memory: ``right_rows`` always streams. ``left_rows`` streams too when
+        ``func`` reads it before ``right_rows``; whatever of the left records is still unread
+        when ``right_rows`` is first read is kept in memory (so ``left_rows`` still sees it).
+        Put the larger side on the left and read it first, or read only one side, and memory
+        stays bounded whatever the size of a key. Each iterator can be read once.
+
+        >>> def join(key, left, right):
+        ...     names = [r.name for r in left]
+        ...     for r in right:
+        ...         for n in names:
+        ...             yield (key, n, r.amount)
+        >>> (users.keyBy("id").coGroup(orders.keyBy("user_id"))
+        ...       .window(EndOfStreamWindows.get()).apply(join, "id long, name string, amount double"))
+        """
+        from fullwindow import _keyed_worker
+
+        _require_callable("coGroup apply", "func", func,
+                          "a function (key, left_rows, right_rows) -> iterable of rows")
+        out = _parse_schema("coGroup apply", schema)
+        left, right = self._left, self._right
+        ldf, rdf = left.dataframe, right.dataframe
+        lschema, rschema = ldf.schema, rdf.schema
+        merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
+        nkeys = len(left.keys)
+        column = _udf_column(ldf, "coGroup apply", out,
+                             lambda enc: _keyed_worker.co_group(func, merged, nkeys, lschema,
+                                                                rschema, enc, _PREFETCH_DEPTH))
+        spark = ldf.sparkSession
+        jdf = facade(ldf).coGroup(ldf._jdf, rdf._jdf, _java_strings(spark, left.keys),
+                                  _java_strings(spark, right.keys), column._jc)
+        return DataFrame(jdf, spark)
+
+
+def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:
+    """``df.keyBy(*cols)``: see :class:`KeyedDataFrame`."""
+    return KeyedDataFrame(df, validate_keys("keyBy", df, cols))
