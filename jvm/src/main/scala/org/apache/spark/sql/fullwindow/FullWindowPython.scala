@@ -3,7 +3,7 @@ package org.apache.spark.sql.fullwindow
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Descending, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, Descending, PythonUDF, SortOrder}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
@@ -174,11 +174,17 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   def coGroup(left: Dataset[Row], right: Dataset[Row], leftKeys: Array[String],
       rightKeys: Array[String], udf: Column): Dataset[Row] = {
     val f = pythonUdf("coGroup", left, udf)
+    // Two sides with columns in common (a self-coGroup, or two DataFrames derived from one)
+    // would be told apart by the analyzer renewing the right side's columns, which the keys
+    // would not follow: give the right side's columns new ids first.
+    val rightPlan =
+      if (left.logicalPlan.outputSet.intersect(right.logicalPlan.outputSet).isEmpty) right.logicalPlan
+      else Project(right.logicalPlan.output.map(a => Alias(a, a.name)()), right.logicalPlan)
     val l = keyAttributes("coGroup", left.logicalPlan, leftKeys)
-    val r = keyAttributes("coGroup", right.logicalPlan, rightKeys)
+    val r = keyAttributes("coGroup", rightPlan, rightKeys)
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
     Dataset.ofRows(left.sparkSession,
-      FullWindowCoGroup(l, r, f, output, left.logicalPlan, right.logicalPlan))
+      FullWindowCoGroup(l, r, f, output, left.logicalPlan, rightPlan))
   }
 
   /**
