@@ -1,0 +1,1 @@
+"""fullwindow benchmark harness: ``python -m benchmarks --help``. See benchmarks/README.md."""

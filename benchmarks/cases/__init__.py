@@ -1,0 +1,2 @@
+"""Benchmark case modules. Each registers its cases on import; add new modules here."""
+from benchmarks.cases import sort  # noqa: F401

@@ -1,0 +1,110 @@
+"""sortPartition against sortWithinPartitions (DESIGN.md, "Bars for speed": >= 1.0x)."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition)
+from fullwindow import Order
+
+from benchmarks.data import (ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input,
+                             random_long, run_noop)
+from benchmarks.registry import Case, register
+
+GROUP = "sort"
+
+# Memory of the runs that must not spill: the largest partition's sort buffers (rows, pointer
+# array, radix-sort scratch: about 60 bytes a row) stay far below each task's share.
+_IN_MEMORY_CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
+
+# The spill case: Spark's unified memory pool is (heap - 300 MiB) * spark.memory.fraction,
+# (1024 - 300) MiB * 0.1 = 72.4 MiB, shared by the 2 concurrent tasks (at most half each).
+# 9.5M rows of two longs are 9.5M * 24 B (UnsafeRow: 8 B null bits + 2 * 8 B) = 217 MiB of rows,
+# 3x the pool; each of the 2 partitions holds 3x its task's share before any sort overhead.
+_SPILL_HEAP_MIB = 1024
+_SPILL_FRACTION = 0.1
+_SPILL_POOL_MIB = (_SPILL_HEAP_MIB - 300) * _SPILL_FRACTION
+_SPILL_ROWS = 9_500_000
+_SPILL_CONF = {
+    "spark.driver.memory": f"{_SPILL_HEAP_MIB}m",
+    "spark.memory.fraction": str(_SPILL_FRACTION),
+    **ONE_PARTITION_PER_FILE,
+}
+
+
+def _one_key_columns(seed: int):
+    return [random_long(seed).alias("k"), F.col("id").alias("v")]
+
+
+def _two_key_columns(seed: int):
+    return [low_cardinality_long(seed, 1000).alias("k1"),
+            random_long(seed + 1).alias("k2"),
+            F.col("id").alias("v")]
+
+
+def _setup_one_key(spark, scale):
+    return parquet_input(spark, scale, "one_key", _one_key_columns)
+
+
+def _setup_two_keys(spark, scale):
+    return parquet_input(spark, scale, "two_keys", _two_key_columns)
+
+
+def _ours_one_key(df):
+    run_noop(df.fullWindowPartition().sortPartition("k"))
+
+
+def _native_one_key(df):
+    run_noop(df.sortWithinPartitions("k"))
+
+
+def _ours_two_keys(df):
+    run_noop(df.fullWindowPartition().sortPartition([("k1", Order.ASCENDING),
+                                                     ("k2", Order.DESCENDING)]))
+
+
+def _native_two_keys(df):
+    run_noop(df.sortWithinPartitions(F.col("k1").asc(), F.col("k2").desc()))
+
+
+register(Case(
+    name="sort_one_key",
+    group=GROUP,
+    description="sortPartition('k') vs sortWithinPartitions('k'); k a random long, plus a long "
+                "payload; input read from Parquet, noop sink",
+    setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=10_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    ours_node="FullWindowSortPartition", native_node="Sort",
+    settings={"columns": "k: random long, v: long", "keys": "k ASC"},
+))
+
+register(Case(
+    name="sort_two_keys",
+    group=GROUP,
+    description="sortPartition([('k1', ASC), ('k2', DESC)]) vs sortWithinPartitions(k1.asc(), "
+                "k2.desc()); k1 has 1000 distinct values so k2 decides most comparisons",
+    setup=_setup_two_keys, ours=_ours_two_keys, native=_native_two_keys,
+    bar=1.0, rows=10_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    ours_node="FullWindowSortPartition", native_node="Sort",
+    settings={"columns": "k1: long in [0, 1000), k2: random long, v: long",
+              "keys": "k1 ASC, k2 DESC"},
+))
+
+register(Case(
+    name="sort_spill",
+    group=GROUP,
+    description="sort_one_key on data 3x the execution memory (1 GiB driver, memory.fraction "
+                "0.1): both variants must spill",
+    setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=_SPILL_ROWS, partitions=2,
+    spark_conf=_SPILL_CONF,
+    ours_node="FullWindowSortPartition", native_node="Sort",
+    require_spill=True, bar_note="completes, spills in both",
+    settings={"columns": "k: random long, v: long", "keys": "k ASC",
+              "execution memory": f"({_SPILL_HEAP_MIB} MiB - 300 MiB) x {_SPILL_FRACTION} = "
+                                  f"{_SPILL_POOL_MIB:.1f} MiB unified pool, 2 concurrent tasks",
+              "default data": f"{_SPILL_ROWS:,} rows x 24 B = "
+                      f"{_SPILL_ROWS * 24 / 2**20:.0f} MiB of UnsafeRows "
+                      f"({_SPILL_ROWS * 24 / 2**20 / _SPILL_POOL_MIB:.1f}x the pool)"},
+))

@@ -1,0 +1,461 @@
+"""The benchmark harness: ``python -m benchmarks [--cases a,b] [--rounds N] [--rows N] [--quick]``.
+
+The parent process runs each selected case in a child process of its own
+(``python -m benchmarks --child CASE ...``): a fresh Spark JVM started with the case's settings.
+The child builds the input once, runs warm-up rounds (not counted), then timed rounds in which
+"ours" and "native" alternate which goes first, in the same session on the same data. It writes
+its timings and the metrics of every run as JSON; the parent prints the table, and (unless
+``--quick``) records the results in benchmarks/results.json and regenerates RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any
+
+from benchmarks.registry import Case, all_cases
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_OUT = os.path.join(HERE, "out")
+RESULTS_MD = os.path.join(HERE, "RESULTS.md")
+RESULTS_JSON = os.path.join(HERE, "results.json")
+DEFAULT_ROUNDS = 15
+DEFAULT_WARMUP = 2
+CHILD_TIMEOUT_S = 3600
+DEFAULT_QUIET_WAIT_S = 15.0
+QUIET_BUSY = 0.25     # "mostly idle": other processes use under a quarter of all CPU time
+
+# Settings every benchmark session gets (a case's spark_conf wins over these).
+BASE_CONF = {
+    "spark.ui.enabled": "true",                 # the REST API the metrics are read from
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.ui.retainedExecutions": "10000",
+    "spark.ui.retainedStages": "10000",
+    "spark.ui.retainedJobs": "10000",
+}
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="fullwindow benchmarks: each case timed against native Spark in the same "
+                    "session, interleaved; ratio = native time / ours time (> 1: ours faster).")
+    p.add_argument("--cases", help="comma-separated case names (default: all); see --list")
+    p.add_argument("--rounds", type=int, help=f"timed rounds per case (default {DEFAULT_ROUNDS}, "
+                                              "1 with --quick)")
+    p.add_argument("--warmup", type=int, help=f"warm-up rounds, not counted (default "
+                                              f"{DEFAULT_WARMUP}, 0 with --quick)")
+    p.add_argument("--rows", type=int, help="input rows for every selected case (default: the "
+                                            "case's own size)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: tiny data, 1 round, no warm-up; results are not recorded "
+                        "unless --results is given")
+    p.add_argument("--results", help="RESULTS.md to update (default benchmarks/RESULTS.md; "
+                                     "its results.json sits beside it)")
+    p.add_argument("--out-dir", default=DEFAULT_OUT, help="where inputs and child outputs go")
+    p.add_argument("--quiet-wait", type=float, default=None, metavar="SECONDS",
+                   help="before each round, wait up to this long for other processes to leave "
+                        f"the CPUs mostly idle (default {DEFAULT_QUIET_WAIT_S:g}, 0 with --quick)")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument("--render", action="store_true",
+                   help="only regenerate RESULTS.md from results.json (e.g. after editing "
+                        "benchmarks/notes/), running nothing")
+    p.add_argument("--child", metavar="CASE", help=argparse.SUPPRESS)
+    p.add_argument("--child-json", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else DEFAULT_ROUNDS
+    if args.warmup is None:
+        args.warmup = 0 if args.quick else DEFAULT_WARMUP
+    if args.quiet_wait is None:
+        args.quiet_wait = 0.0 if args.quick else DEFAULT_QUIET_WAIT_S
+    if args.rounds < 1 or args.warmup < 0:
+        p.error("--rounds must be >= 1 and --warmup >= 0")
+    if args.rows is not None and args.rows < 1:
+        p.error("--rows must be >= 1")
+    return args
+
+
+def _log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# statistics and formatting
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    if len(xs) >= 2:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    else:
+        q1 = q3 = xs[0]
+    return {"median": statistics.median(xs), "min": xs[0], "max": xs[-1], "q1": q1, "q3": q3,
+            "n": len(xs)}
+
+
+def _fmt_time(s: dict[str, float]) -> str:
+    return f"{s['median']:.2f} s [{s['min']:.2f}–{s['max']:.2f}]"
+
+
+def _fmt_ratio(s: dict[str, float]) -> str:
+    return f"{s['median']:.2f}× [{s['min']:.2f}–{s['max']:.2f}]"
+
+
+def _fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "?"
+    if n == 0:
+        return "0"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.0f} {unit}" if n / size >= 100 else f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _fmt_ms(n: float | None) -> str:
+    return "?" if n is None else f"{n / 1000:.2f} s"
+
+
+# ----------------------------------------------------------------------------------------------
+# the child: one case in one Spark session
+
+def _cpu_busy(seconds: float = 0.5) -> float | None:
+    """Fraction of all CPU time spent busy over ``seconds`` (from /proc/stat). Measured between
+    rounds, when this benchmark itself is idle, it is the load other processes put on the
+    machine."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields[:8]), idle
+    try:
+        t0, i0 = sample()
+        time.sleep(seconds)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return 1.0 - (i1 - i0) / (t1 - t0) if t1 > t0 else None
+
+
+def _wait_for_quiet(max_wait: float) -> tuple[float | None, float]:
+    """Waits (up to ``max_wait`` s) until other processes leave the CPUs mostly idle; returns
+    the last background busy fraction and the time waited."""
+    start = time.monotonic()
+    busy = _cpu_busy()
+    while busy is not None and busy > QUIET_BUSY and time.monotonic() - start < max_wait:
+        busy = _cpu_busy()
+    return busy, time.monotonic() - start
+
+
+def _machine(spark) -> dict[str, Any]:
+    mem_kib = None
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_kib = int(line.split()[1])
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    jvm = spark.sparkContext._jvm
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    import hashlib
+
+    import fullwindow
+    jar = fullwindow.jar_path()
+    try:
+        with open(jar, "rb") as f:
+            jar_sha = hashlib.sha256(f.read()).hexdigest()[:12]
+    except OSError:
+        jar_sha = "missing"
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "jvm", "python", "build.sbt"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        dirty = ""
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 2**20, 1) if mem_kib else None,
+        "cpu": cpu,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "java": jvm.System.getProperty("java.version"),
+        "spark": spark.version,
+        "fullwindow": fullwindow.__version__,
+        "commit": commit,
+        "worktree_dirty": bool(dirty),   # uncommitted operator changes may be in the jar
+        "jar_sha256": jar_sha,
+    }
+
+
+def _run_child(args: argparse.Namespace) -> int:
+    case = all_cases()[args.child]
+    scale = case.scale(args.rows, args.quick, args.out_dir)
+    result: dict[str, Any] = {"case": case.name, "rows": scale.rows,
+                              "partitions": scale.partitions, "quick": args.quick,
+                              "rounds": args.rounds, "warmup": args.warmup}
+    spark = None
+    try:
+        import fullwindow
+        conf = {**BASE_CONF, "spark.local.dir": os.path.join(os.path.abspath(args.out_dir),
+                                                             "spark-local"),
+                **case.spark_conf}
+        os.makedirs(conf["spark.local.dir"], exist_ok=True)
+        spark = fullwindow.session(master=case.master, conf=conf,
+                                   app_name=f"benchmark {case.name}")
+        spark.sparkContext.setLogLevel("WARN")
+        result["spark_conf"] = {"master": case.master, **case.spark_conf}
+        result["machine"] = _machine(spark)
+        jrt = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+        result["jvm_max_heap_bytes"] = jrt.maxMemory()
+
+        result["loadavg_start"] = list(os.getloadavg())
+        t0 = time.perf_counter()
+        data = case.setup(spark, scale)
+        result["setup_s"] = time.perf_counter() - t0
+        _log(f"{case.name}: input ready ({scale.rows:,} rows, {scale.partitions} partitions, "
+             f"{result['setup_s']:.1f} s)")
+
+        sc = spark.sparkContext
+        jvm = sc._jvm
+        variants = {"ours": case.ours, "native": case.native}
+        times: dict[str, list[float]] = {"ours": [], "native": []}
+        tags: dict[str, list[str]] = {"ours": [], "native": []}
+        order_log = []
+        background: list[float | None] = []
+        for r in range(args.warmup + args.rounds):
+            warm = r < args.warmup
+            order = ("ours", "native") if r % 2 == 0 else ("native", "ours")
+            order_log.append(list(order))
+            line = []
+            busy, waited = (_wait_for_quiet(args.quiet_wait) if args.quiet_wait > 0
+                            else (None, 0.0))
+            if not warm:
+                background.append(busy)
+            if busy is not None:
+                line.append(f"background CPU {busy:.0%}" + (f" after {waited:.0f} s wait"
+                                                             if waited >= 1 else ""))
+            for variant in order:
+                tag = f"{case.name}:{variant}:{'warmup' if warm else 'round'}{r}"
+                jvm.System.gc()  # every run starts from a collected heap
+                sc.setJobDescription(tag)
+                start = time.perf_counter()
+                variants[variant](data)
+                elapsed = time.perf_counter() - start
+                sc.setJobDescription(None)
+                line.append(f"{variant} {elapsed:.2f} s")
+                if not warm:
+                    times[variant].append(elapsed)
+                    tags[variant].append(tag)
+            _log(f"{case.name}: {'warm-up' if warm else 'round'} {r + 1 - (0 if warm else args.warmup)}"
+                 f": {', '.join(line)}")
+        result["loadavg_end"] = list(os.getloadavg())
+        result["order"] = order_log
+        result["background_busy"] = background
+        result["times"] = times
+        result["ratios"] = [n / o for o, n in zip(times["ours"], times["native"])]
+
+        from benchmarks.metrics import RunMetrics
+        rm = RunMetrics(spark)
+        nodes = {t: case.ours_node for t in tags["ours"]}
+        nodes.update({t: case.native_node for t in tags["native"]})
+        collected = rm.collect(tags["ours"] + tags["native"], nodes) if rm.available() else {}
+        result["metrics"] = {v: [collected.get(t, {}) for t in tags[v]] for v in tags}
+        result["metrics_available"] = bool(collected)
+    except Exception:  # noqa: BLE001  (reported to the parent, which marks the case FAIL)
+        result["error"] = traceback.format_exc()
+        _log(f"{case.name}: FAILED\n{result['error']}")
+    finally:
+        if spark is not None:
+            spark.stop()
+    with open(args.child_json, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# the parent: one child per case, then the table and RESULTS.md
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    xs = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
+    """Adds stats and a verdict to a child's result."""
+    res.update({"name": case.name, "group": case.group, "description": case.description,
+                "bar": case.bar, "bar_note": case.bar_note, "settings": dict(case.settings),
+                "ours_node": case.ours_node, "native_node": case.native_node})
+    if res.get("error"):
+        res["status"] = "FAIL (error)"
+        return res
+    res["ours_stats"] = _stats(res["times"]["ours"])
+    res["native_stats"] = _stats(res["times"]["native"])
+    res["ratio_stats"] = _stats(res["ratios"])
+    profile = {}
+    for variant in ("ours", "native"):
+        runs = res["metrics"].get(variant, [])
+        profile[variant] = {key: _median_of(runs, key) for key in (
+            "duration_ms", "sort_time_ms", "scan_time_ms", "spill_size_bytes",
+            "peak_memory_bytes", "memory_bytes_spilled", "disk_bytes_spilled",
+            "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms")}
+        profile[variant]["min_memory_bytes_spilled"] = (
+            min(r.get("memory_bytes_spilled", 0) for r in runs) if runs else None)
+    res["profile"] = profile
+    cpu = [n.get("executor_cpu_time_ms") / o.get("executor_cpu_time_ms")
+           for o, n in zip(res["metrics"].get("ours", []), res["metrics"].get("native", []))
+           if o.get("executor_cpu_time_ms") and n.get("executor_cpu_time_ms")]
+    res["cpu_ratios"] = cpu
+    order = (res.get("order") or [])[res.get("warmup", 0):]
+    by_first = {first: [x for x, o in zip(res["ratios"], order) if o[0] == first]
+                for first in ("ours", "native")}
+    res["ratio_by_first"] = {k: statistics.median(v) for k, v in by_first.items() if v}
+    res["cpu_ratio_stats"] = _stats(cpu) if cpu else None
+    problems = []
+    if res.get("metrics_available"):
+        for variant, node in (("ours", case.ours_node), ("native", case.native_node)):
+            runs = res["metrics"].get(variant, [])
+            if node and not all(r.get("node_ran") for r in runs):
+                problems.append(f"{node} missing from the {variant} plan")
+        if case.require_spill and not res["quick"]:
+            for variant in ("ours", "native"):
+                if not (profile[variant]["min_memory_bytes_spilled"] or 0) > 0:
+                    problems.append(f"{variant} did not spill")
+    elif case.require_spill and not res["quick"]:
+        problems.append("spill could not be verified (no metrics)")
+    res["problems"] = problems
+    if problems:
+        res["status"] = "INVALID (" + "; ".join(problems) + ")"
+    else:
+        res["status"] = "PASS" if res["ratio_stats"]["median"] >= case.bar else "MISS"
+    return res
+
+
+_HEADER = ["case", "rows", "ours median [min–max]", "native median [min–max]",
+           "ratio median [min–max] (IQR)", "bar", "result", "spilled/run ours / native",
+           "task-CPU ratio median"]
+
+
+def _row(res: dict[str, Any]) -> list[str]:
+    bar = f"≥ {res['bar']:.2f}×" + (f", {res['bar_note']}" if res.get("bar_note") else "")
+    if res.get("error"):
+        return [res["name"], f"{res.get('rows', 0):,}", "–", "–", "–", bar, res["status"], "–",
+                "–"]
+    prof = res["profile"]
+
+    def spill(v):
+        x = prof[v].get("spill_size_bytes")
+        return _fmt_bytes(x if x is not None else prof[v].get("memory_bytes_spilled"))
+    rs = res["ratio_stats"]
+    cpu = res.get("cpu_ratio_stats")
+    return [res["name"], f"{res['rows']:,}", _fmt_time(res["ours_stats"]),
+            _fmt_time(res["native_stats"]),
+            f"{_fmt_ratio(rs)} ({rs['q1']:.2f}–{rs['q3']:.2f})", bar, res["status"],
+            f"{spill('ours')} / {spill('native')}", f"{cpu['median']:.2f}×" if cpu else "?"]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*r) for r in rows]
+    return "\n".join(lines)
+
+
+def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
+    os.makedirs(args.out_dir, exist_ok=True)
+    fd, json_path = tempfile.mkstemp(prefix=f"{case.name}-", suffix=".json", dir=args.out_dir)
+    os.close(fd)
+    cmd = [sys.executable, "-m", "benchmarks", "--child", case.name, "--child-json", json_path,
+           "--rounds", str(args.rounds), "--warmup", str(args.warmup),
+           "--quiet-wait", str(args.quiet_wait),
+           "--out-dir", args.out_dir]
+    if args.rows is not None:
+        cmd += ["--rows", str(args.rows)]
+    if args.quick:
+        cmd.append("--quick")
+    _log(f"{case.name}: starting child JVM ({', '.join(f'{k}={v}' for k, v in case.spark_conf.items() if 'memory' in k) or 'default memory'})")
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, timeout=CHILD_TIMEOUT_S)
+        with open(json_path) as f:
+            res = json.load(f)
+        if proc.returncode != 0 and not res.get("error"):
+            res["error"] = f"child exited with {proc.returncode}"
+    except (subprocess.TimeoutExpired, OSError, ValueError) as err:
+        res = {"case": case.name, "error": f"child failed: {err!r}", "quick": args.quick}
+    finally:
+        try:
+            os.remove(json_path)
+        except OSError:
+            pass
+    res["wall_s"] = time.perf_counter() - started
+    return _evaluate(case, res)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if args.child:
+        return _run_child(args)
+    cases = all_cases()
+    if args.render:
+        from benchmarks.report import update_results
+        update_results(args.results or RESULTS_MD, [])
+        return 0
+    if args.list:
+        for c in cases.values():
+            print(f"{c.name:<16} [{c.group}] bar ≥ {c.bar}×  {c.description}")
+        return 0
+    names = [n.strip() for n in args.cases.split(",") if n.strip()] if args.cases else list(cases)
+    unknown = [n for n in names if n not in cases]
+    if unknown:
+        print(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(cases)}", file=sys.stderr)
+        return 2
+    rest = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join([".venv/bin/python -m benchmarks", shlex.join(rest)]).strip()
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    results = []
+    for name in names:
+        res = _run_case_in_child(cases[name], args)
+        res["command"] = command
+        res["date"] = date
+        results.append(res)
+        _log(f"{name}: {res['status']}" + (f", ratio {_fmt_ratio(res['ratio_stats'])}"
+                                           if "ratio_stats" in res else ""))
+    print()
+    print(_text_table(_HEADER, [_row(r) for r in results]))
+    print("ratio = native time / ours time, per round; > 1 means fullwindow is faster")
+    if not args.quick or args.results:
+        md = args.results or RESULTS_MD
+        from benchmarks.report import update_results
+        update_results(md, results)
+        _log(f"results written to {os.path.relpath(md, os.getcwd())}")
+    failed = any(r["status"].startswith(("FAIL", "INVALID")) for r in results)
+    return 1 if failed else 0

@@ -1,0 +1,73 @@
+"""The registry of benchmark cases.
+
+A case is one comparison of a fullwindow operation ("ours") against the native Spark way of
+doing the same thing ("native"). A case module under ``benchmarks/cases/`` builds ``Case``
+objects and passes them to ``register``; ``benchmarks/cases/__init__.py`` imports every case
+module, so adding a case is adding a module (or a function to an existing one) and one import.
+
+Each case runs in its own child Python process (its own Spark JVM), started with the case's
+``spark_conf``, so cases that need JVM-start settings (driver memory, memory fraction) get them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    """How big one run of a case is. ``rows`` and ``partitions`` are the input's; ``quick`` is
+    the smoke-test mode (tiny data, no spill expected); ``out_dir`` is where inputs are kept."""
+    rows: int
+    partitions: int
+    quick: bool
+    out_dir: str
+    seed: int = 42
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One benchmark case.
+
+    ``setup(spark, scale)`` builds and materializes the input once (not timed) and returns any
+    object; ``ours(data)`` and ``native(data)`` each run one full execution on it (timed).
+    ``bar`` is the minimum ratio native_time / ours_time for PASS (> 1 means ours is faster).
+    """
+    name: str
+    group: str                       # RESULTS.md section, e.g. "sort"
+    description: str
+    setup: Callable[[Any, Scale], Any]
+    ours: Callable[[Any], Any]
+    native: Callable[[Any], Any]
+    bar: float
+    rows: int                        # default input rows for a real run
+    partitions: int                  # input partitions (the same for both variants)
+    quick_rows: int = 200_000        # input rows for --quick
+    master: str = "local[2]"
+    spark_conf: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Names of the physical plan nodes doing the work, used to check that the work really ran
+    # (found in the executed SQL plan) and to read that node's metrics (sort time, spill size).
+    ours_node: str | None = None
+    native_node: str | None = None
+    require_spill: bool = False      # both variants must show spilled bytes (not in --quick)
+    bar_note: str = ""               # what the bar says beyond the ratio, e.g. "completes"
+    settings: Mapping[str, str] = dataclasses.field(default_factory=dict)  # shown in RESULTS.md
+
+    def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
+        n = rows if rows is not None else (self.quick_rows if quick else self.rows)
+        return Scale(rows=int(n), partitions=self.partitions, quick=quick, out_dir=out_dir)
+
+
+CASES: dict[str, Case] = {}
+
+
+def register(case: Case) -> Case:
+    if case.name in CASES:
+        raise ValueError(f"benchmark case {case.name!r} is registered twice")
+    CASES[case.name] = case
+    return case
+
+
+def all_cases() -> dict[str, Case]:
+    from benchmarks import cases  # noqa: F401  (imports the case modules, which register)
+    return CASES

@@ -1,0 +1,165 @@
+"""RESULTS.md: regenerated whole from results.json (the latest result of every case).
+
+A run of some cases replaces only those cases' entries in results.json; every other case keeps
+its last result, with the command and date that produced it. RESULTS.md is then written again
+from all entries, one section per case group. Hand-written notes for a group live in
+``benchmarks/notes/<group>.md`` and are copied into that group's section.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from benchmarks.harness import (_HEADER, HERE, _fmt_bytes, _fmt_ms, _markdown_table, _row)
+from benchmarks.registry import all_cases
+
+NOTES_DIR = os.path.join(HERE, "notes")
+
+
+def _load(path: str) -> dict[str, Any]:
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return {"cases": {}}
+
+
+def _slim(res: dict[str, Any]) -> dict[str, Any]:
+    """What results.json keeps of a case result: no plan node lists per run."""
+    out = dict(res)
+    if "metrics" in out:
+        out["metrics"] = {v: [{k: x for k, x in run.items() if k != "plan_nodes"} for run in runs]
+                          for v, runs in out["metrics"].items()}
+    return out
+
+
+def update_results(md_path: str, results: list[dict[str, Any]]) -> None:
+    json_path = os.path.join(os.path.dirname(os.path.abspath(md_path)), "results.json")
+    store = _load(json_path)
+    for res in results:
+        store["cases"][res["name"]] = _slim(res)
+    with open(json_path, "w") as f:
+        json.dump(store, f, indent=1, sort_keys=True)
+        f.write("\n")
+    with open(md_path, "w") as f:
+        f.write(render(store))
+
+
+def _ordered(store: dict[str, Any]) -> list[dict[str, Any]]:
+    registered = list(all_cases())
+    rank = {name: i for i, name in enumerate(registered)}
+    return sorted(store["cases"].values(), key=lambda r: (rank.get(r["name"], len(rank)),
+                                                          r["name"]))
+
+
+def _machine_line(m: dict[str, Any] | None) -> str:
+    if not m:
+        return "machine unknown"
+    return (f"{m.get('cores')} cores, {m.get('memory_gib')} GiB RAM, {m.get('cpu') or 'cpu ?'}; "
+            f"{m.get('os')}; Spark {m.get('spark')}, Java {m.get('java')}, "
+            f"Python {m.get('python')}; fullwindow {m.get('fullwindow')} at commit "
+            f"{m.get('commit') or '?'}"
+            + (" plus uncommitted changes in the work tree" if m.get("worktree_dirty") else "")
+            + f", jar sha256 {m.get('jar_sha256', '?')}")
+
+
+def _profile_rows(res: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    if "profile" not in res:
+        return rows
+    for variant in ("ours", "native"):
+        p = res["profile"][variant]
+        stats = res[f"{variant}_stats"]
+        node = res.get(f"{variant}_node") or "?"
+        rows.append([res["name"], f"{variant} ({node})", f"{stats['median']:.2f} s",
+                     f"{stats['q1']:.2f}–{stats['q3']:.2f} s",
+                     _fmt_ms(p.get("duration_ms")), _fmt_ms(p.get("executor_run_time_ms")),
+                     _fmt_ms(p.get("executor_cpu_time_ms")),
+                     _fmt_ms(p.get("scan_time_ms")), _fmt_ms(p.get("sort_time_ms")),
+                     _fmt_ms(p.get("jvm_gc_time_ms")), _fmt_bytes(p.get("peak_memory_bytes")),
+                     _fmt_bytes(p.get("memory_bytes_spilled")),
+                     _fmt_bytes(p.get("disk_bytes_spilled"))])
+    return rows
+
+
+_PROFILE_HEADER = ["case", "variant (node)", "wall", "wall IQR", "SQL execution",
+                   "task run time", "task CPU time", "scan time", "sort time", "JVM GC",
+                   "peak memory", "spilled (memory)", "spilled (disk)"]
+
+
+def render(store: dict[str, Any]) -> str:
+    results = _ordered(store)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(r.get("group", "other"), []).append(r)
+    out = [
+        "# Benchmark results",
+        "",
+        "Written by the benchmark harness (`benchmarks/`, see its README.md) from "
+        "`benchmarks/results.json`; do not edit by hand (a group's notes come from "
+        "`benchmarks/notes/<group>.md`). Every figure is a ratio against native Spark measured "
+        "in the same run: same Spark session, same materialized input, same partition count; "
+        "after warm-up rounds, each round runs both variants, alternating which goes first. "
+        "**ratio = native time / fullwindow time** per round (> 1 means fullwindow is faster); "
+        "the table gives the median over rounds and [min–max]. A case PASSes when the median "
+        "ratio reaches the bar (DESIGN.md, \"Bars for speed\").",
+        "",
+        "## Summary",
+        "",
+        _markdown_table(["group"] + _HEADER, [[r.get("group", "?")] + _row(r) for r in results]),
+        "",
+    ]
+    for group, rs in groups.items():
+        out += [f"## {group}", "", _markdown_table(_HEADER, [_row(r) for r in rs]), ""]
+        runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in rs:
+            runs.setdefault((r.get("command", "?"), r.get("date", "?")), []).append(r)
+        out += ["**Produced by**", ""]
+        for (command, date), rr in runs.items():
+            machine = next((x.get("machine") for x in rr if x.get("machine")), None)
+            loads = [f"{x['name']} {x['loadavg_start'][0]:.1f}→{x['loadavg_end'][0]:.1f}"
+                     for x in rr if x.get("loadavg_start") and x.get("loadavg_end")]
+            out.append(f"- `{command}` on {date} ({', '.join(x['name'] for x in rr)}); "
+                       f"{_machine_line(machine)}"
+                       + (f"; 1-minute load average at start→end of each case: "
+                          f"{', '.join(loads)}" if loads else ""))
+        out += ["", "**Settings**", ""]
+        for r in rs:
+            conf = ", ".join(f"`{k}={v}`" for k, v in (r.get("spark_conf") or {}).items())
+            extra = "; ".join(f"{k}: {v}" for k, v in (r.get("settings") or {}).items())
+            heap = r.get("jvm_max_heap_bytes")
+            out.append(
+                f"- `{r['name']}`: {r.get('description', '')}. {r.get('rows', 0):,} rows in "
+                f"{r.get('partitions', '?')} partitions; {r.get('warmup', '?')} warm-up + "
+                f"{r.get('rounds', '?')} timed rounds" + (" (quick mode)" if r.get("quick") else "")
+                + f"; {conf}" + (f"; JVM max heap {_fmt_bytes(heap)}" if heap else "")
+                + (f"; {extra}" if extra else "") + ".")
+        out += ["", "**Profile** (median per run, from the Spark UI REST API: the SQL "
+                "execution's node metrics and the task metrics of its stages; times summed over "
+                "tasks except wall and SQL execution)", ""]
+        prof = [row for r in rs for row in _profile_rows(r)]
+        out += [_markdown_table(_PROFILE_HEADER, prof) if prof else "(no profile)", ""]
+        out += ["**Rounds** (per-round ratios in run order; median ratio by which variant went "
+                "first; other processes' CPU use measured just before each round)", ""]
+        for r in rs:
+            if "ratios" not in r:
+                continue
+            by_first = r.get("ratio_by_first") or {}
+            busy = [b for b in r.get("background_busy") or [] if b is not None]
+            out.append(
+                f"- `{r['name']}`: " + " ".join(f"{x:.2f}" for x in r["ratios"])
+                + "; ours first " + (f"{by_first['ours']:.2f}×" if "ours" in by_first else "–")
+                + ", native first " + (f"{by_first['native']:.2f}×" if "native" in by_first
+                                       else "–")
+                + (f"; background CPU before rounds median {sorted(busy)[len(busy) // 2]:.0%}, "
+                   f"max {max(busy):.0%}" if busy else ""))
+        out.append("")
+        for r in rs:
+            if r.get("status", "").startswith(("FAIL", "INVALID")):
+                out += [f"`{r['name']}` {r['status']}:", "", "```",
+                        (r.get("error") or "; ".join(r.get("problems", [])))[-3000:], "```", ""]
+        notes = os.path.join(NOTES_DIR, f"{group}.md")
+        if os.path.exists(notes):
+            with open(notes) as f:
+                out += ["**Notes**", "", f.read().strip(), ""]
+    return "\n".join(out).rstrip() + "\n"
