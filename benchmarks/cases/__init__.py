@@ -1,2 +1,3 @@
 """Benchmark case modules. Each registers its cases on import; add new modules here."""
 from benchmarks.cases import sort  # noqa: F401
+from benchmarks.cases import partition  # noqa: F401
