@@ -1,0 +1,160 @@
+"""The few file-system operations recovery needs, on a local directory (plain ``os``) or on any
+Hadoop file system URI (the driver JVM's ``org.apache.hadoop.fs.FileSystem`` through py4j)."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, List, Optional
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def is_local(path: str) -> bool:
+    """True for a plain path; ``file:`` URIs and other schemes go through Hadoop."""
+    return not _SCHEME.match(path)
+
+
+def join(base: str, *parts: str) -> str:
+    out = base.rstrip("/")
+    for p in parts:
+        out = f"{out}/{p.strip('/')}"
+    return out
+
+
+class LocalFS:
+    """A local directory tree."""
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def listdir(self, path: str) -> List[str]:
+        try:
+            return sorted(os.listdir(path))
+        except FileNotFoundError:
+            return []
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def size(self, path: str) -> Optional[int]:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return None
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def create(self, path: str) -> "LocalStream":
+        """A new file, opened exclusively (an existing file is never rewritten)."""
+        return LocalStream(open(path, "xb"))
+
+    def delete(self, path: str) -> None:
+        import shutil
+
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.remove(path)
+
+
+class LocalStream:
+    def __init__(self, f: Any):
+        self._f = f
+
+    def write(self, data: bytes) -> None:
+        self._f.write(data)
+
+    def sync(self) -> None:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class HadoopFS:
+    """A Hadoop file system URI, used through the driver JVM's FileSystem API."""
+
+    def __init__(self, jvm: Any, hadoop_conf: Any):
+        self._jvm = jvm
+        self._conf = hadoop_conf
+
+    def _path(self, path: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def _fs(self, path: str) -> Any:
+        p = self._path(path)
+        return p.getFileSystem(self._conf), p
+
+    def makedirs(self, path: str) -> None:
+        fs, p = self._fs(path)
+        fs.mkdirs(p)
+
+    def listdir(self, path: str) -> List[str]:
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return []
+        return sorted(str(s.getPath().getName()) for s in fs.listStatus(p))
+
+    def exists(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        return bool(fs.exists(p))
+
+    def size(self, path: str) -> Optional[int]:
+        fs, p = self._fs(path)
+        if not fs.exists(p):
+            return None
+        return int(fs.getFileStatus(p).getLen())
+
+    def read(self, path: str) -> bytes:
+        fs, p = self._fs(path)
+        stream = fs.open(p)
+        try:
+            out = self._jvm.java.io.ByteArrayOutputStream()
+            self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 65536, False)
+            return bytes(out.toByteArray())
+        finally:
+            stream.close()
+
+    def create(self, path: str) -> "HadoopStream":
+        fs, p = self._fs(path)
+        return HadoopStream(fs.create(p, False))
+
+    def delete(self, path: str) -> None:
+        fs, p = self._fs(path)
+        if fs.exists(p):
+            fs.delete(p, True)
+
+
+class HadoopStream:
+    def __init__(self, out: Any):
+        self._out = out
+
+    def write(self, data: bytes) -> None:
+        self._out.write(bytearray(data))
+
+    def sync(self) -> None:
+        self._out.hflush()
+        try:
+            self._out.hsync()
+        except Exception:  # noqa: BLE001 - not every file system can sync
+            pass
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def filesystem(path: str, spark: Any = None) -> Any:
+    """The file system of ``path``: local for a plain path, else Hadoop (needs ``spark``)."""
+    if is_local(path):
+        return LocalFS()
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError(f"{path} is a Hadoop file system URI: it needs an active SparkSession")
+    sc = spark.sparkContext
+    return HadoopFS(sc._jvm, sc._jsc.hadoopConfiguration())
