@@ -23,6 +23,7 @@ from fullwindow.functions import (AggregateFunction, EndOfStreamWindows, FiringI
 from fullwindow.keyed import (CoGroupedDataFrames, CoGroupedWindowedDataFrames, KeyedDataFrame,
                               KeyedPartitionWindowedDataFrame, KeyedWindowedDataFrame, key_by)
 from fullwindow.partition import PartitionWindowedDataFrame
+from fullwindow import recovery  # noqa: E402 - fullwindow.recovery.cleanup(spark), ...
 
 __version__ = "0.1.0"
 
@@ -33,7 +34,8 @@ __all__ = [
     "FullWindowValueError", "KeyNotSortableError", "KeyTypeMismatchError", "KeyedDataFrame",
     "KeyedPartitionWindowedDataFrame", "KeyedWindowedDataFrame", "Order",
     "PartitionWindowedDataFrame", "ProcessWindowFunction", "SchemaMismatchError",
-    "StreamingNotSupportedError", "configure", "jar_path", "operator_metrics", "session",
+    "StreamingNotSupportedError", "configure", "jar_path", "operator_metrics", "recovery",
+    "session",
 ]
 
 

@@ -46,6 +46,11 @@ def configure(builder: SparkSession.Builder,
             builder.config(key, sys.executable)
     for key, value in (conf or {}).items():
         builder.config(key, str(value) if not isinstance(value, bool) else str(value).lower())
+    # recovery enabled without dir or jobId fails here, before a JVM is started
+    from fullwindow.recovery.config import settings_from
+
+    options = getattr(builder, "_options", {})
+    settings_from(lambda k: options.get(k), "building the fullwindow session")
     return builder
 
 

@@ -1,0 +1,296 @@
+"""Recovery of a batch job after the driver crashes (FLIP-383), for full-window operations.
+
+Turned on with ``spark.fullwindow.recovery.enabled=true``, ``spark.fullwindow.recovery.dir`` and
+``spark.fullwindow.recovery.jobId``. Each full-window operation defined through the DataFrame API
+then commits every partition of its output under ``<dir>/<jobId>/operators/<fingerprint>/``, and a
+listener records job events (vertex initialized, task finished, vertex reset) in a durable event
+store under ``<dir>/<jobId>/events/``. When the same program is started again with the same job id,
+each operation's finished partitions are read back instead of recomputed, and an operation whose
+partitions are all recovered is replaced by a read of its committed outputs, so nothing upstream of
+it runs.
+
+>>> spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
+...                                   "spark.fullwindow.recovery.dir": "/data/fw-recovery",
+...                                   "spark.fullwindow.recovery.jobId": "nightly-2024-06-01"})
+>>> ...                                 # the job; re-run it unchanged after a crash
+>>> fullwindow.recovery.cleanup(spark)  # once its results are safe: delete the job's directory
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import threading
+from typing import Any, Dict, List, Optional
+
+from pyspark.sql import DataFrame
+
+from fullwindow.recovery import _fs
+from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, WRITE_BUFFER_SIZE,
+                                        RecoverySettings, settings_from, settings_of_session)
+from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+
+__all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "WRITE_BUFFER_SIZE", "EventStore",
+           "EventStoreWarning", "RecoverySettings", "cleanup", "flush", "job_events",
+           "recovery_state", "settings_from"]
+
+log = logging.getLogger("fullwindow.recovery")
+
+
+def events_dir(job_dir: str) -> str:
+    return _fs.join(job_dir, "events")
+
+
+def operators_dir(job_dir: str) -> str:
+    return _fs.join(job_dir, "operators")
+
+
+def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str, Any]]:
+    """Every intact job event recorded for ``job_id`` under ``directory``, oldest first."""
+    job_dir = _fs.join(directory, job_id)
+    return EventStore.read_all(events_dir(job_dir), _fs.filesystem(directory, spark))
+
+
+class _Vertex:
+    __slots__ = ("num_partitions", "finished", "operator")
+
+    def __init__(self) -> None:
+        self.num_partitions: Optional[int] = None
+        self.finished: Dict[int, Dict[str, Any]] = {}
+        self.operator: Optional[str] = None
+
+
+def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
+    """Replays job events: per operator fingerprint, its partition count and the last
+    task-finished event of each partition not reset since."""
+    vertices: Dict[str, _Vertex] = {}
+    for e in events:
+        fp = e.get("fingerprint")
+        kind = e.get("type")
+        if not isinstance(fp, str):
+            continue
+        v = vertices.setdefault(fp, _Vertex())
+        if kind == "vertexInitialized":
+            n = e.get("numPartitions")
+            if v.num_partitions is not None and n != v.num_partitions:
+                v.finished.clear()
+            v.num_partitions = n
+            v.operator = e.get("operator")
+        elif kind == "taskFinished":
+            p = e.get("partition")
+            if isinstance(p, int) and (v.num_partitions is None or 0 <= p < v.num_partitions):
+                v.finished[p] = e
+        elif kind == "vertexReset":
+            parts = e.get("partitions")
+            if parts is None:
+                v.finished.clear()
+            else:
+                for p in parts:
+                    v.finished.pop(p, None)
+    return vertices
+
+
+class _Job:
+    """One job's recovery state in this process: its replayed events and its open event store."""
+
+    def __init__(self, spark: Any, settings: RecoverySettings):
+        self.settings = settings
+        self.job_dir = settings.job_dir
+        self.fs = _fs.filesystem(settings.directory, spark)
+        self.fs.makedirs(operators_dir(self.job_dir))
+        self.state = recovery_state(EventStore.read_all(events_dir(self.job_dir), self.fs))
+        self.store = EventStore(events_dir(self.job_dir), settings.write_buffer_size,
+                                settings.flush_interval, self.fs)
+
+
+class _Runtime:
+    """Per process: the open jobs, and a thread draining the JVM listener's events into them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.jobs: Dict[str, _Job] = {}
+        self.owner: Dict[str, _Job] = {}  # fingerprint -> job
+        self.spark: Any = None
+        self.thread: Optional[threading.Thread] = None
+        self.stop = threading.Event()
+        self.poll = 0.2
+
+    def job(self, spark: Any, settings: RecoverySettings) -> _Job:
+        from fullwindow._jvm import facade
+
+        with self.lock:
+            job = self.jobs.get(settings.job_dir)
+            if job is None:
+                job = _Job(spark, settings)
+                self.jobs[settings.job_dir] = job
+            facade(spark).registerRecoveryListener(spark._jsparkSession)
+            self.spark = spark
+            self.poll = min(self.poll, max(0.02, settings.flush_interval / 2))
+            if self.thread is None or not self.thread.is_alive():
+                self.stop.clear()
+                self.thread = threading.Thread(target=self._loop, name="fullwindow-recovery",
+                                               daemon=True)
+                self.thread.start()
+            return job
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.poll):
+            self.drain(0)
+
+    def drain(self, wait_ms: int) -> None:
+        with self.lock:
+            spark = self.spark
+            if spark is None:
+                return
+            try:
+                from fullwindow._jvm import facade
+
+                raw = list(facade(spark).drainRecoveryEvents(spark._jsparkSession, wait_ms))
+            except Exception:  # noqa: BLE001 - the JVM is gone (session stopped, exiting)
+                return
+            for text in raw:
+                try:
+                    event = json.loads(text)
+                except ValueError:
+                    log.warning("fullwindow: dropping an unreadable job event: %r", text)
+                    continue
+                job = self.owner.get(event.get("fingerprint"))
+                if job is not None:
+                    job.store.append(event)
+
+    def close_job(self, job_dir: str) -> None:
+        with self.lock:
+            job = self.jobs.pop(job_dir, None)
+            if job is not None:
+                self.owner = {k: v for k, v in self.owner.items() if v is not job}
+                job.store.close()
+
+    def shutdown(self) -> None:
+        self.drain(2000)
+        self.stop.set()
+        with self.lock:
+            for job in list(self.jobs.values()):
+                job.store.close()
+
+
+_runtime = _Runtime()
+atexit.register(_runtime.shutdown)
+
+
+def _func_digest(func: Any) -> bytes:
+    if func is None:
+        return b""
+    from pyspark import cloudpickle
+
+    try:
+        return hashlib.sha256(cloudpickle.dumps(func)).digest()
+    except Exception:  # noqa: BLE001 - unpicklable here means it will fail later anyway
+        return repr(func).encode()
+
+
+def fingerprint(out: DataFrame, operation: str, func: Any = None, extra: Any = None) -> str:
+    """The stable fingerprint of a full-window operation: its result's plan (the operation and
+    everything upstream, committed upstream operations by their own fingerprints) and the
+    pickled Python function it calls."""
+    from fullwindow._jvm import facade
+
+    h = hashlib.sha256()
+    h.update(operation.encode())
+    h.update(b"\0")
+    h.update(str(facade(out).planFingerprint(out._jdf)).encode())
+    h.update(b"\0")
+    h.update(_func_digest(func))
+    h.update(repr(extra).encode())
+    return h.hexdigest()[:24]
+
+
+def commit_operation(out: DataFrame, operation: str, func: Any = None,
+                     extra: Any = None) -> DataFrame:
+    """``out``, the result of full-window ``operation``, made recoverable when recovery is on
+    (unchanged otherwise): committed per partition, or partly or wholly read back from an
+    earlier run of the same job."""
+    spark = out.sparkSession
+    raw = spark.conf.get(ENABLED, None)
+    if raw is None or str(raw).strip().lower() == "false":
+        return out
+    settings = settings_of_session(spark, operation)
+    if settings is None:
+        return out
+    from fullwindow._jvm import facade
+
+    fw = facade(out)
+    job = _runtime.job(spark, settings)
+    fp = fingerprint(out, operation, func, extra)
+    with _runtime.lock:
+        _runtime.owner[fp] = job
+    op_dir = _fs.join(operators_dir(job.job_dir), fp)
+    job.fs.makedirs(op_dir)
+    vertex = job.state.get(fp)
+    verified: Dict[int, Dict[str, Any]] = {}
+    damaged: List[int] = []
+    if vertex is not None:
+        for p, e in sorted(vertex.finished.items()):
+            try:
+                ok = bool(fw.verifyCommitted(spark._jsparkSession, str(e["path"]), int(e["bytes"]),
+                                             int(e["checksum"])))
+            except (KeyError, TypeError, ValueError):
+                ok = False
+            (verified.__setitem__(p, e) if ok else damaged.append(p))
+    if damaged:
+        log.warning("fullwindow: %s %s: the committed outputs of partitions %s are missing or "
+                    "damaged; they run again", operation, fp, damaged)
+        for p in damaged:
+            vertex.finished.pop(p, None)
+        job.store.append({"type": "vertexReset", "fingerprint": fp, "operator": operation,
+                          "partitions": damaged, "reason": "committed output missing or damaged"})
+    n = vertex.num_partitions if vertex is not None else None
+    gateway = spark.sparkContext._gateway
+    if n is not None and n >= 0 and len(verified) == n and all(p in verified for p in range(n)):
+        jpaths = gateway.new_array(gateway.jvm.String, n)
+        for p in range(n):
+            jpaths[p] = str(verified[p]["path"])
+        total = sum(int(verified[p]["bytes"]) for p in range(n))
+        return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
+    parts = sorted(verified)
+    jparts = gateway.new_array(gateway.jvm.int, len(parts))
+    jpaths = gateway.new_array(gateway.jvm.String, len(parts))
+    for i, p in enumerate(parts):
+        jparts[i] = p
+        jpaths[i] = str(verified[p]["path"])
+    return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, jparts,
+                               jpaths), spark)
+
+
+def flush(spark: Any = None, wait_ms: int = 5000) -> None:
+    """Makes every job event of this process durable now: waits for the listener to deliver
+    pending events, then flushes the event stores."""
+    _runtime.drain(wait_ms)
+    with _runtime.lock:
+        jobs = list(_runtime.jobs.values())
+    for job in jobs:
+        job.store.flush()
+
+
+def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] = None) -> bool:
+    """Deletes a finished job's recovery directory (``<dir>/<jobId>``: its events and committed
+    outputs), by default the job configured in ``spark``'s session. Call it once the job's
+    results are safely written; a later run with the same job id starts from scratch. Returns
+    whether there was anything to delete."""
+    conf = spark.conf
+    directory = directory or (conf.get(DIR, None) or "").strip()
+    job_id = job_id or (conf.get(JOB_ID, None) or "").strip()
+    from fullwindow.errors import ConfigurationError
+
+    if not directory or not job_id:
+        raise ConfigurationError(
+            f"recovery.cleanup: give job_id and directory, or set {DIR} and {JOB_ID}.")
+    if "/" in job_id or job_id in (".", ".."):
+        raise ConfigurationError(f"recovery.cleanup: '{job_id}' is not a job id")
+    job_dir = _fs.join(directory, job_id)
+    _runtime.drain(2000)
+    _runtime.close_job(job_dir)
+    fs = _fs.filesystem(directory, spark)
+    existed = fs.exists(job_dir)
+    fs.delete(job_dir)
+    return existed

@@ -1,0 +1,76 @@
+"""The recovery configuration keys and their checks."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from fullwindow.errors import ConfigurationError
+
+ENABLED = "spark.fullwindow.recovery.enabled"
+DIR = "spark.fullwindow.recovery.dir"
+JOB_ID = "spark.fullwindow.recovery.jobId"
+WRITE_BUFFER_SIZE = "spark.fullwindow.eventStore.writeBufferSize"
+FLUSH_INTERVAL = "spark.fullwindow.eventStore.flushInterval"
+
+DEFAULT_WRITE_BUFFER_SIZE = "1m"
+DEFAULT_FLUSH_INTERVAL = "1s"
+
+
+@dataclass(frozen=True)
+class RecoverySettings:
+    directory: str
+    job_id: str
+    write_buffer_size: int
+    flush_interval: float
+
+    @property
+    def job_dir(self) -> str:
+        from fullwindow.recovery._fs import join
+
+        return join(self.directory, self.job_id)
+
+
+def _enabled(raw: Any) -> bool:
+    if raw is None:
+        return False
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise ConfigurationError(f"{ENABLED} is '{raw}'; expected true or false.")
+
+
+def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[RecoverySettings]:
+    """The recovery settings read through ``get`` (None when recovery is off), checked: recovery
+    enabled without a directory or a job id is a :class:`ConfigurationError`, whose message
+    starts with ``where`` (what was being done when the settings were read)."""
+    from fullwindow.recovery.eventstore import _parse_duration, _parse_size
+
+    if not _enabled(get(ENABLED)):
+        return None
+    directory = (get(DIR) or "").strip()
+    job_id = (get(JOB_ID) or "").strip()
+    missing = [k for k, v in ((DIR, directory), (JOB_ID, job_id)) if not v]
+    if missing:
+        raise ConfigurationError(
+            f"{where}: {ENABLED} is true but {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set. Recovery needs a durable directory "
+            f"({DIR}: a local path or a Hadoop file system URI such as hdfs://nn/fullwindow) and "
+            f"a name for the job that stays the same across restarts ({JOB_ID}). Set both, or "
+            f"set {ENABLED}=false.")
+    if "/" in job_id or job_id in (".", ".."):
+        raise ConfigurationError(
+            f"{where}: {JOB_ID} is '{job_id}'; it names a directory under {DIR}, so it cannot "
+            "contain '/' or be '.' or '..'.")
+    return RecoverySettings(
+        directory=directory, job_id=job_id,
+        write_buffer_size=_parse_size(get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER_SIZE,
+                                      WRITE_BUFFER_SIZE),
+        flush_interval=_parse_duration(get(FLUSH_INTERVAL) or DEFAULT_FLUSH_INTERVAL,
+                                       FLUSH_INTERVAL))
+
+
+def settings_of_session(spark: Any, where: str) -> Optional[RecoverySettings]:
+    conf = spark.conf
+    return settings_from(lambda k: conf.get(k, None), where)

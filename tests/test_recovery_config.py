@@ -1,0 +1,104 @@
+"""Recovery configuration: off by default, and enabled without dir or jobId is a clear error at
+session build time and when a full-window operation is defined."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import fullwindow
+from fullwindow import ConfigurationError
+from fullwindow.recovery.config import settings_from
+
+KEYS = ("spark.fullwindow.recovery.enabled", "spark.fullwindow.recovery.dir",
+        "spark.fullwindow.recovery.jobId", "spark.fullwindow.eventStore.writeBufferSize",
+        "spark.fullwindow.eventStore.flushInterval")
+
+
+@pytest.fixture
+def conf(spark):
+    yield spark.conf
+    for k in KEYS:
+        spark.conf.unset(k)
+
+
+def test_configure_rejects_recovery_without_dir_or_job_id():
+    with pytest.raises(ConfigurationError) as err:
+        fullwindow.configure(SparkSession.builder,
+                             {"spark.fullwindow.recovery.enabled": True,
+                              "spark.fullwindow.recovery.jobId": "j"})
+    msg = str(err.value)
+    assert msg.startswith("building the fullwindow session:")
+    assert "spark.fullwindow.recovery.dir is not set" in msg and "Hadoop file system URI" in msg
+
+
+def test_session_rejects_recovery_without_job_id_before_starting_anything():
+    with pytest.raises(ConfigurationError) as err:
+        fullwindow.session(master="local[1]", conf={"spark.fullwindow.recovery.enabled": "true",
+                                                    "spark.fullwindow.recovery.dir": "/tmp/x"})
+    msg = str(err.value)
+    assert msg.startswith("building the fullwindow session:")
+    assert "spark.fullwindow.recovery.jobId is not set" in msg
+
+
+def test_neither_set_names_both_keys():
+    with pytest.raises(ConfigurationError, match="recovery.dir and spark.fullwindow.recovery.jobId are not set"):
+        settings_from({"spark.fullwindow.recovery.enabled": "true"}.get, "here")
+
+
+def test_operation_definition_rejects_recovery_without_dir(spark, conf):
+    conf.set("spark.fullwindow.recovery.enabled", "true")
+    conf.set("spark.fullwindow.recovery.jobId", "job")
+    df = spark.range(10).selectExpr("id AS v")
+    with pytest.raises(ConfigurationError) as err:
+        df.fullWindowPartition().mapPartition(lambda rows: rows, "v long")
+    msg = str(err.value)
+    assert msg.startswith("mapPartition: spark.fullwindow.recovery.enabled is true but "
+                          "spark.fullwindow.recovery.dir is not set")
+    with pytest.raises(ConfigurationError, match="^sortPartition: .*recovery.dir is not set"):
+        df.fullWindowPartition().sortPartition("v")
+    with pytest.raises(ConfigurationError, match="^aggregate: .*recovery.dir is not set"):
+        df.fullWindowPartition().aggregate(F.sum("v"))
+
+
+def test_operation_definition_rejects_recovery_without_job_id(spark, conf, tmp_path):
+    conf.set("spark.fullwindow.recovery.enabled", "true")
+    conf.set("spark.fullwindow.recovery.dir", str(tmp_path))
+    with pytest.raises(ConfigurationError, match="^reduce: .*recovery.jobId is not set"):
+        spark.range(3).fullWindowPartition().reduce(lambda a, b: a)
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("spark.fullwindow.recovery.enabled", "maybe", "expected true or false"),
+    ("spark.fullwindow.eventStore.writeBufferSize", "lots", "expected a size"),
+    ("spark.fullwindow.eventStore.flushInterval", "soon", "expected a duration"),
+    ("spark.fullwindow.recovery.jobId", "a/b", "cannot contain '/'"),
+])
+def test_bad_values(key, value, expected):
+    conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": "/d",
+            "spark.fullwindow.recovery.jobId": "j", key: value}
+    with pytest.raises(ConfigurationError, match=expected):
+        settings_from(conf.get, "x")
+
+
+def test_sizes_and_durations():
+    s = settings_from({"spark.fullwindow.recovery.enabled": "true",
+                       "spark.fullwindow.recovery.dir": "hdfs://nn/r",
+                       "spark.fullwindow.recovery.jobId": "j",
+                       "spark.fullwindow.eventStore.writeBufferSize": "512k",
+                       "spark.fullwindow.eventStore.flushInterval": "250ms"}.get, "x")
+    assert (s.write_buffer_size, s.flush_interval, s.job_dir) == (512 * 1024, 0.25, "hdfs://nn/r/j")
+    d = settings_from({"spark.fullwindow.recovery.enabled": "true",
+                       "spark.fullwindow.recovery.dir": "/r",
+                       "spark.fullwindow.recovery.jobId": "j"}.get, "x")
+    assert (d.write_buffer_size, d.flush_interval) == (1 << 20, 1.0)
+
+
+def test_off_by_default_leaves_plans_alone(spark, conf):
+    assert spark.conf.get("spark.fullwindow.recovery.enabled", None) in (None, "false")
+    out = spark.range(10).fullWindowPartition().mapPartition(lambda rows: rows, "id long")
+    plan = out._jdf.queryExecution().analyzed().toString()
+    assert "FullWindowCommit" not in plan and "FullWindowRecovered" not in plan
+    conf.set("spark.fullwindow.recovery.enabled", "false")
+    out = spark.range(10).fullWindowPartition().sortPartition("id")
+    assert "FullWindowCommit" not in out._jdf.queryExecution().analyzed().toString()
