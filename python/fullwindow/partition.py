@@ -59,7 +59,8 @@ class PartitionWindowedDataFrame:
         jdf = fw.sortPartition(keys.df._jdf, to_java_columns(spark, keys.columns),
                                to_java_booleans(spark, keys.ascending))
         out = DataFrame(jdf, spark)
-        return out.drop(*keys.hidden) if keys.hidden else out
+        out = out.drop(*keys.hidden) if keys.hidden else out
+        return _recoverable(out, "sortPartition", key if callable(key) else None)
 
 
 # ---- the Python-function operations -------------------------------------------------------------
@@ -123,7 +124,15 @@ def _time_policy(spark) -> "TimePolicy":
     return TimePolicy(allow, end)
 
 
-def _python_partition(df: DataFrame, operation: str, schema, make_runner) -> DataFrame:
+def _recoverable(out: DataFrame, operation: str, func: Any = None, extra: Any = None) -> DataFrame:
+    """``out`` made recoverable when spark.fullwindow.recovery.enabled is true (else itself)."""
+    from fullwindow.recovery import commit_operation
+
+    return commit_operation(out, operation, func, extra)
+
+
+def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: Any = None,
+                      extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""
     from pyspark.sql import functions as F
@@ -143,7 +152,8 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner) -> Dat
     udf = pandas_udf(runner, returnType=schema,  # type: ignore[call-overload]
                      functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
     column = udf(*[F.col(_quote(c)) for c in df.columns])
-    return DataFrame(fw.pythonPartition(df._jdf, operation, column._jc), spark)
+    out = DataFrame(fw.pythonPartition(df._jdf, operation, column._jc), spark)
+    return _recoverable(out, operation, func, extra)
 
 
 _PREFETCH_DEPTH = 2
@@ -166,7 +176,8 @@ def _mapPartition(self: PartitionWindowedDataFrame, func: Callable[[Iterator[Row
     out = _parse_schema("mapPartition", schema)
     in_schema = self._df.schema
     return _python_partition(self._df, "mapPartition", out,
-                             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH))
+                             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH),
+                             func)
 
 
 def _mapPartitionInArrow(self: PartitionWindowedDataFrame, func, schema) -> DataFrame:
@@ -184,7 +195,8 @@ def _mapPartitionInArrow(self: PartitionWindowedDataFrame, func, schema) -> Data
                       "a function taking an iterator of pyarrow.RecordBatch")
     out = _parse_schema("mapPartitionInArrow", schema)
     return _python_partition(self._df, "mapPartitionInArrow", out,
-                             lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH))
+                             lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH),
+                             func)
 
 
 @jvm_errors("aggregate")
@@ -219,7 +231,7 @@ def _aggregate(self: PartitionWindowedDataFrame, *args: Any, schema=None) -> Dat
         df = self._df
         spark = df.sparkSession
         jdf = facade(df).aggregate(df._jdf, to_java_columns(spark, columns))
-        return DataFrame(jdf, spark)
+        return _recoverable(DataFrame(jdf, spark), "aggregate")
     if len(args) == 2 and schema is None:
         first, schema = args
     elif len(args) != 1:
@@ -230,7 +242,8 @@ def _aggregate(self: PartitionWindowedDataFrame, *args: Any, schema=None) -> Dat
     out = _parse_schema("aggregate", schema)
     in_schema = self._df.schema
     return _python_partition(self._df, "aggregate", out,
-                             lambda enc: _worker.aggregate(first, in_schema, enc, _PREFETCH_DEPTH))
+                             lambda enc: _worker.aggregate(first, in_schema, enc, _PREFETCH_DEPTH),
+                             first)
 
 
 def _reduce(self: PartitionWindowedDataFrame, func: Callable[[Row, Row], Any]) -> DataFrame:
@@ -244,7 +257,8 @@ def _reduce(self: PartitionWindowedDataFrame, func: Callable[[Row, Row], Any]) -
     _require_callable("reduce", "func", func, "a function (a: Row, b: Row) -> Row")
     in_schema = self._df.schema
     return _python_partition(self._df, "reduce", in_schema,
-                             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH))
+                             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH),
+                             func)
 
 
 def _process(self: PartitionWindowedDataFrame, func, schema) -> DataFrame:
@@ -261,7 +275,8 @@ def _process(self: PartitionWindowedDataFrame, func, schema) -> DataFrame:
     policy = _time_policy(self._df.sparkSession)
     in_schema = self._df.schema
     return _python_partition(self._df, "process", out,
-                             lambda enc: _worker.process(func, in_schema, enc, _PREFETCH_DEPTH, policy))
+                             lambda enc: _worker.process(func, in_schema, enc, _PREFETCH_DEPTH, policy),
+                             func, policy)
 
 
 PartitionWindowedDataFrame.mapPartition = jvm_errors("mapPartition")(_mapPartition)

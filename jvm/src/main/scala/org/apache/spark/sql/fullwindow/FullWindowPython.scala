@@ -4,13 +4,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, Descending, PythonUDF, SortOrder}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, Project, RepartitionByExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LeafNode, LocalRelation, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
-import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
  * The one door from Python into the extension: Java-friendly arguments (arrays, strings,
@@ -204,4 +205,56 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     }
     out.asJava
   }
+
+  // ---- recovery (FLIP-383); only called when spark.fullwindow.recovery.enabled is true --------
+
+  /** Registers the recovery listener with the session's SparkContext (once). */
+  def registerRecoveryListener(spark: SparkSession): Unit =
+    FullWindowRecoveryListener.register(spark.sparkContext)
+
+  /**
+   * The job events queued since the last call, as JSON strings; first waits up to `waitMs` for
+   * the listener bus to deliver what is pending (0: do not wait).
+   */
+  def drainRecoveryEvents(spark: SparkSession, waitMs: Long): Array[String] = {
+    if (waitMs > 0) FullWindowRecoveryListener.waitForListenerBus(spark.sparkContext, waitMs)
+    FullWindowRecoveryListener.drain()
+  }
+
+  /**
+   * A stable text of `df`'s analyzed plan for fingerprinting: expression ids removed, local data
+   * hashed in, and committed or recovered operations reduced to their fingerprints, so that a
+   * plan reads the same whether its inputs were computed or recovered.
+   */
+  def planFingerprint(df: Dataset[Row]): String = {
+    val plan = df.queryExecution.analyzed.transformDown {
+      case c: FullWindowCommit => RecoveryMarker(c.fingerprint, c.output)
+      case s: FullWindowRecoveredScan => RecoveryMarker(s.fingerprint, s.output)
+    }
+    val local = plan.collect { case l: LocalRelation => l.data.map(_.hashCode()).mkString(",") }
+    val text = plan.canonicalized.treeString(verbose = true, addSuffix = false, maxFields = Int.MaxValue)
+    text.replaceAll("#\\d+L?", "") + "\nlocal:" + local.mkString(";")
+  }
+
+  /** `df` (a full-window operation's result) committed per partition; see [[FullWindowCommit]]. */
+  def commit(df: Dataset[Row], fingerprint: String, operation: String, operatorDir: String,
+      recordedPartitions: Int, partitions: Array[Int], paths: Array[String]): Dataset[Row] =
+    Dataset.ofRows(df.sparkSession, FullWindowCommit(fingerprint, operation, operatorDir,
+      recordedPartitions, partitions.zip(paths).toMap, df.logicalPlan))
+
+  /** The committed outputs `paths` (partition order) read back in place of `df`. */
+  def recoveredScan(df: Dataset[Row], fingerprint: String, operation: String, paths: Array[String],
+      totalBytes: Long): Dataset[Row] =
+    Dataset.ofRows(df.sparkSession, FullWindowRecoveredScan(fingerprint, operation, paths.toSeq,
+      totalBytes, DataTypeUtils.toAttributes(df.schema)))
+
+  /** True when the committed file exists with this size and CRC32 (read on the driver). */
+  def verifyCommitted(spark: SparkSession, path: String, bytes: Long, crc: Long): Boolean =
+    try CommittedRows.verify(path, bytes, crc, spark.sparkContext.hadoopConfiguration)
+    catch { case _: java.io.IOException => false }
+}
+
+/** Stands for a committed or recovered operation when fingerprinting a plan. */
+case class RecoveryMarker(fingerprint: String, output: Seq[Attribute]) extends LeafNode {
+  override def simpleString(maxFields: Int): String = s"Recovered $fingerprint"
 }

@@ -5,8 +5,8 @@ import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
-import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
-import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
+import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
  * Plans fullwindow's logical nodes. The non-keyed ones ask for no exchange; the keyed ones ask
@@ -40,6 +40,13 @@ object FullWindowStrategy extends SparkStrategy {
           planLater(child)) :: Nil
       case _ => Nil
     }
+
+    // Recovery (only ever in a plan when spark.fullwindow.recovery.enabled is true)
+    case FullWindowCommit(fingerprint, operation, dir, recorded, recovered, child) =>
+      FullWindowCommitExec(fingerprint, operation, dir, recorded, recovered, planLater(child)) :: Nil
+
+    case FullWindowRecoveredScan(fingerprint, operation, paths, _, output) =>
+      FullWindowRecoveredScanExec(fingerprint, operation, paths, output) :: Nil
 
     case _ => Nil
   }

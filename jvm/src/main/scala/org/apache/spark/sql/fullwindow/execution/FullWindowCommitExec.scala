@@ -1,0 +1,140 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import org.apache.spark.{Partition, TaskContext}
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
+import org.apache.spark.sql.execution.{LeafExecNode, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryListener}
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
+
+/**
+ * Recovery: commits each partition of a full-window operation (its child) under `operatorDir`
+ * while passing the rows through, or reads back the partitions an earlier run committed (see
+ * [[org.apache.spark.sql.fullwindow.logical.FullWindowCommit]]). A recovered partition does not
+ * touch its input at all, so the work upstream of it in the same stage does not run.
+ */
+case class FullWindowCommitExec(
+    fingerprint: String,
+    operationName: String,
+    operatorDir: String,
+    recordedPartitions: Int,
+    recovered: Map[Int, String],
+    child: SparkPlan) extends UnaryExecNode with AdaptiveSparkPlanHelper {
+
+  override def nodeName: String = "FullWindowCommit"
+  override def simpleString(maxFields: Int): String =
+    s"FullWindowCommit $operationName $fingerprint (${recovered.size} recovered)"
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "recoveredPartitions" -> SQLMetrics.createMetric(sparkContext, "recovered partitions"),
+    "committedPartitions" -> SQLMetrics.createMetric(sparkContext, "committed partitions"))
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val input = child.execute()
+    val n = input.getNumPartitions
+    // A different partition count than recorded: the earlier outputs do not line up; use none.
+    val usable = if (recordedPartitions == n) recovered else Map.empty[Int, String]
+    val upstream = collect(child) {
+      case c: FullWindowCommitExec => c.fingerprint
+      case s: FullWindowRecoveredScanExec => s.fingerprint
+    }.filterNot(_ == fingerprint).distinct
+    FullWindowRecoveryListener.post(
+      s"""{"type":"vertexInitialized","fingerprint":"$fingerprint",""" +
+        s""""operator":"${FullWindowRecoveryListener.escape(operationName)}","numPartitions":$n,""" +
+        s""""recovered":${usable.size},"inputs":[${upstream.map(u => s""""$u"""").mkString(",")}],""" +
+        s""""time":${System.currentTimeMillis()}}""")
+    val acc = new CollectionAccumulator[String]
+    sparkContext.register(acc, FullWindowRecoveryListener.AccumulatorName)
+    val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
+    new FullWindowCommitRDD(input, fingerprint, operationName, operatorDir, usable, schema, conf,
+      acc, longMetric("recoveredPartitions"), longMetric("committedPartitions"))
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): FullWindowCommitExec =
+    copy(child = newChild)
+}
+
+class FullWindowCommitRDD(
+    prev: RDD[InternalRow],
+    fingerprint: String,
+    operationName: String,
+    operatorDir: String,
+    recovered: Map[Int, String],
+    schema: StructType,
+    conf: Broadcast[SerializableConfiguration],
+    acc: CollectionAccumulator[String],
+    recoveredMetric: SQLMetric,
+    committedMetric: SQLMetric) extends RDD[InternalRow](prev) {
+
+  override protected def getPartitions: Array[Partition] = prev.partitions
+  override protected def getPreferredLocations(split: Partition): Seq[String] =
+    prev.preferredLocations(split)
+
+  override def compute(split: Partition, context: TaskContext): Iterator[InternalRow] = {
+    val index = split.index
+    recovered.get(index) match {
+      case Some(path) =>
+        recoveredMetric += 1
+        CommittedRows.read(path, schema.length, conf.value.value)
+      case None =>
+        // unique across runs too: task attempt ids start again at 0 in every application
+        val name = f"part-$index%05d-${context.taskAttemptId()}%d-" +
+          java.util.UUID.randomUUID().toString.take(8) + ".rows"
+        val path = s"${operatorDir.stripSuffix("/")}/$name"
+        val it = new CommittedRows.CommittingIterator(prev.iterator(split, context), schema, path,
+          conf.value.value, c => {
+            committedMetric += 1
+            acc.add(s"""{"type":"taskFinished","fingerprint":"$fingerprint",""" +
+              s""""operator":"${FullWindowRecoveryListener.escape(operationName)}",""" +
+              s""""partition":$index,"path":"${FullWindowRecoveryListener.escape(c.path)}",""" +
+              s""""rows":${c.rows},"bytes":${c.bytes},"checksum":${c.crc}""")
+          })
+        context.addTaskCompletionListener[Unit](_ => it.discard())
+        it
+    }
+  }
+}
+
+/** Recovery: the committed outputs of a fully recovered operation, one partition per file. */
+case class FullWindowRecoveredScanExec(
+    fingerprint: String,
+    operationName: String,
+    paths: Seq[String],
+    output: Seq[Attribute]) extends LeafExecNode {
+
+  override def nodeName: String = "FullWindowRecoveredScan"
+  override def simpleString(maxFields: Int): String =
+    s"FullWindowRecoveredScan $operationName $fingerprint (${paths.size} partitions)"
+  override def outputPartitioning: Partitioning = UnknownPartitioning(paths.size)
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
+    val rows = longMetric("numOutputRows")
+    new FullWindowRecoveredRDD(sparkContext, paths, output.length, conf).map { r => rows += 1; r }
+  }
+}
+
+class FullWindowRecoveredRDD(
+    sc: org.apache.spark.SparkContext,
+    paths: Seq[String],
+    numFields: Int,
+    conf: Broadcast[SerializableConfiguration]) extends RDD[InternalRow](sc, Nil) {
+
+  override protected def getPartitions: Array[Partition] =
+    paths.indices.map(i => new Partition { override def index: Int = i }).toArray
+
+  override def compute(split: Partition, context: TaskContext): Iterator[InternalRow] =
+    CommittedRows.read(paths(split.index), numFields, conf.value.value)
+}

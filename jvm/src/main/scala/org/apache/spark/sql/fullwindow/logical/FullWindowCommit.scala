@@ -1,0 +1,49 @@
+package org.apache.spark.sql.fullwindow.logical
+
+import org.apache.spark.sql.catalyst.analysis.MultiInstanceRelation
+import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.plans.logical.{LeafNode, LogicalPlan, Statistics, UnaryNode}
+
+/**
+ * Recovery (FLIP-383): commits each partition of `child` (a full-window operation) durably under
+ * `operatorDir` while passing its rows through. Partitions in `recovered` (partition index ->
+ * committed file, already verified by the driver) are read back instead of computed, provided the
+ * child still has `recordedPartitions` partitions.
+ *
+ * Its string form shows only the fingerprint, so that plans above it fingerprint the same whether
+ * this run computes or recovers the operation.
+ */
+case class FullWindowCommit(
+    fingerprint: String,
+    operationName: String,
+    operatorDir: String,
+    recordedPartitions: Int,
+    recovered: Map[Int, String],
+    child: LogicalPlan) extends UnaryNode {
+
+  override def output: Seq[Attribute] = child.output
+
+  override def simpleString(maxFields: Int): String = s"FullWindowCommit $operationName $fingerprint"
+
+  override protected def withNewChildInternal(newChild: LogicalPlan): FullWindowCommit =
+    copy(child = newChild)
+}
+
+/**
+ * Recovery: the committed outputs of an operation all of whose partitions finished in an earlier
+ * run, one partition per file, in partition order. Nothing upstream of the operation runs.
+ */
+case class FullWindowRecoveredScan(
+    fingerprint: String,
+    operationName: String,
+    paths: Seq[String],
+    totalBytes: Long,
+    output: Seq[Attribute]) extends LeafNode with MultiInstanceRelation {
+
+  override def simpleString(maxFields: Int): String =
+    s"FullWindowRecoveredScan $operationName $fingerprint (${paths.size} partitions)"
+
+  override def computeStats(): Statistics = Statistics(sizeInBytes = BigInt(math.max(1L, totalBytes)))
+
+  override def newInstance(): FullWindowRecoveredScan = copy(output = output.map(_.newInstance()))
+}

@@ -1,0 +1,133 @@
+package org.apache.spark.sql.fullwindow.recovery
+
+import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, InputStream}
+import java.util.zip.{CRC32, CheckedOutputStream}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The file format of a committed partition: a 4-byte magic, then each row as its UnsafeRow bytes
+ * prefixed by their length, then a length of -1 as end marker. The CRC32 and size of the whole
+ * file go into the task-finished event; a file whose CRC or size does not match is not used.
+ */
+object CommittedRows {
+  val Magic: Int = 0x46575231 // "FWR1"
+  private val BufferSize = 1 << 16
+
+  final case class Committed(path: String, rows: Long, bytes: Long, crc: Long)
+
+  /**
+   * Passes `rows` through while writing them to a temporary file next to `finalPath`; once they
+   * are all consumed the file is closed and renamed to `finalPath` and `onCommit` is called.
+   * `onDiscard` cleans up a temporary file left by a task that did not get to the end.
+   */
+  class CommittingIterator(
+      rows: Iterator[InternalRow],
+      schema: StructType,
+      finalPath: String,
+      hadoopConf: Configuration,
+      onCommit: Committed => Unit) extends Iterator[InternalRow] {
+
+    private val target = new Path(finalPath)
+    private val temp = new Path(target.getParent, "." + target.getName + ".tmp")
+    private val fs = target.getFileSystem(hadoopConf)
+    private val crc = new CRC32
+    private val counted = new CountingStream(fs.create(temp, true))
+    private val out = new DataOutputStream(new BufferedOutputStream(
+      new CheckedOutputStream(counted, crc), BufferSize))
+    private val project = UnsafeProjection.create(schema)
+    private val writeBuffer = new Array[Byte](4096)
+    private var count = 0L
+    private var done = false
+    out.writeInt(Magic)
+
+    override def hasNext: Boolean = {
+      val more = rows.hasNext
+      if (!more && !done) finish()
+      more
+    }
+
+    override def next(): InternalRow = {
+      val row = rows.next()
+      val u = project(row)
+      out.writeInt(u.getSizeInBytes)
+      u.writeToStream(out, writeBuffer)
+      count += 1
+      row
+    }
+
+    private def finish(): Unit = {
+      done = true
+      out.writeInt(-1)
+      out.flush()
+      out.close()
+      if (!fs.rename(temp, target)) {
+        throw new java.io.IOException(s"fullwindow recovery: could not rename $temp to $target")
+      }
+      onCommit(Committed(target.toString, count, counted.count, crc.getValue))
+    }
+
+    /** Drops the temporary file when the task ends without having committed. */
+    def discard(): Unit = if (!done) {
+      done = true
+      try out.close() catch { case _: Throwable => }
+      try fs.delete(temp, false) catch { case _: Throwable => }
+    }
+  }
+
+  private class CountingStream(under: java.io.OutputStream) extends java.io.FilterOutputStream(under) {
+    var count = 0L
+    override def write(b: Int): Unit = { under.write(b); count += 1 }
+    override def write(b: Array[Byte], off: Int, len: Int): Unit = { under.write(b, off, len); count += len }
+    override def flush(): Unit = under.flush()
+    override def close(): Unit = under.close()
+  }
+
+  /** The rows of a committed file (verified beforehand), read lazily; closes at the end. */
+  def read(path: String, numFields: Int, hadoopConf: Configuration): Iterator[InternalRow] = {
+    val p = new Path(path)
+    val in = new DataInputStream(new BufferedInputStream(p.getFileSystem(hadoopConf).open(p), BufferSize))
+    if (in.readInt() != Magic) {
+      in.close()
+      throw new java.io.IOException(s"fullwindow recovery: $path is not a committed partition file")
+    }
+    new Iterator[InternalRow] {
+      private var nextLen = in.readInt()
+      override def hasNext: Boolean = {
+        if (nextLen < 0) in.close()
+        nextLen >= 0
+      }
+      override def next(): InternalRow = {
+        if (nextLen < 0) throw new NoSuchElementException
+        val bytes = new Array[Byte](nextLen)
+        in.readFully(bytes)
+        val row = new UnsafeRow(numFields)
+        row.pointTo(bytes, nextLen)
+        nextLen = in.readInt()
+        row
+      }
+    }
+  }
+
+  /** True when the file at `path` exists with exactly `bytes` bytes and CRC32 `crc`. */
+  def verify(path: String, bytes: Long, crc: Long, hadoopConf: Configuration): Boolean = {
+    val p = new Path(path)
+    val fs = p.getFileSystem(hadoopConf)
+    if (!fs.exists(p) || fs.getFileStatus(p).getLen != bytes) return false
+    val in: InputStream = fs.open(p)
+    try {
+      val c = new CRC32
+      val buf = new Array[Byte](BufferSize)
+      var n = in.read(buf)
+      while (n >= 0) { c.update(buf, 0, n); n = in.read(buf) }
+      c.getValue == crc
+    } catch {
+      case _: EOFException => false
+    } finally in.close()
+  }
+}

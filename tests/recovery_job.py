@@ -1,0 +1,96 @@
+"""A batch job run as its own driver process by the recovery tests (which kill it with SIGKILL
+and start it again). Settings come from the environment:
+
+RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state
+OUT                    the parquet directory the job writes
+MARKS                  a directory where each user function leaves one file per partition run
+RUN                    a name for this run, part of each marker's name
+SLOW                   seconds each partition's user function sleeps (to be killed midway)
+VARIANT                "2" changes the second operation's code (a changed program)
+
+Stages: (1) A: mapPartition over range(0, 4000) in 4 partitions, (2) B: mapPartition after a
+hash repartition by k, per-key count and sum, (3) the final write after another repartition,
+through a slow UDF that also leaves markers.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import fullwindow  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+
+def mark(stage):
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    name = f"{stage}-{tc.partitionId()}-{os.environ['RUN']}-{tc.taskAttemptId()}"
+    open(os.path.join(os.environ["MARKS"], name), "w").close()
+
+
+def fa(rows):
+    import time
+
+    out = [(r.id % 13, r.id * 2) for r in rows]
+    time.sleep(float(os.environ.get("SLOW", "0")))
+    mark("A")
+    return out
+
+
+def fb(rows):
+    import time
+
+    acc = {}
+    for r in rows:
+        n, t = acc.get(r.k, (0, 0))
+        acc[r.k] = (n + 1, t + r.v)
+    time.sleep(float(os.environ.get("SLOW", "0")))
+    mark("B")
+    return [(k, n, t) for k, (n, t) in sorted(acc.items())]
+
+
+def fb2(rows):
+    import time
+
+    acc = {}
+    for r in rows:
+        n, t = acc.get(r.k, (0, 0))
+        acc[r.k] = (n + 1, t + r.v + 0)
+    time.sleep(float(os.environ.get("SLOW", "0")))
+    mark("B")
+    return [(k, n, t) for k, (n, t) in sorted(acc.items())]
+
+
+def main():
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true",
+            "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    if os.environ.get("RECOVERY_DIR"):
+        conf.update({"spark.fullwindow.recovery.enabled": "true",
+                     "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
+                     "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
+                     "spark.fullwindow.eventStore.flushInterval": "200ms"})
+    spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-job")
+    spark.sparkContext.setLogLevel("ERROR")
+    src = spark.range(0, 4000, numPartitions=4)
+    a = src.fullWindowPartition().mapPartition(fa, "k long, v long")
+    b = a.repartition(4, "k").fullWindowPartition().mapPartition(
+        fb2 if os.environ.get("VARIANT") == "2" else fb, "k long, n long, total long")
+
+    @F.udf("long")
+    def slow(k):
+        import time
+
+        time.sleep(float(os.environ.get("SLOW", "0")) / 5)
+        mark("W")
+        return k
+
+    final = b.repartition(2, "k").withColumn("k2", slow("k"))
+    final.write.mode("overwrite").parquet(os.environ["OUT"])
+    print("JOB DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Recovery after a driver crash, with real processes: the driver of tests/recovery_job.py is
+killed with SIGKILL (its whole process group: Python driver, JVM and Python workers) at several
+points and started again; the output must equal an uninterrupted run's, and the markers the user
+functions leave show that finished partitions did not run again."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from fullwindow.recovery import job_events
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JOB = os.path.join(ROOT, "tests", "recovery_job.py")
+PARTS = {0, 1, 2, 3}
+
+
+class Job:
+    def __init__(self, base, name: str, recovery: bool = True):
+        self.base = str(base)
+        self.name = name
+        self.dir = os.path.join(self.base, "recovery")
+        self.out = os.path.join(self.base, f"out-{name}")
+        self.marks = os.path.join(self.base, f"marks-{name}")
+        os.makedirs(self.marks, exist_ok=True)
+        self.recovery = recovery
+        self.runs = 0
+
+    def env(self, run: str, slow: float, variant: str = "1") -> dict:
+        env = dict(os.environ)
+        env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
+                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
+                                               env.get("PYTHONPATH", "")]))
+        if self.recovery:
+            env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
+        return env
+
+    def start(self, run: str, slow: float, variant: str = "1") -> subprocess.Popen:
+        log = open(os.path.join(self.base, f"{self.name}-{run}.log"), "w")
+        return subprocess.Popen([sys.executable, JOB], env=self.env(run, slow, variant),
+                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                start_new_session=True)
+
+    def run(self, run: str, slow: float = 0.0, variant: str = "1") -> None:
+        p = self.start(run, slow, variant)
+        rc = p.wait(timeout=300)
+        log = open(os.path.join(self.base, f"{self.name}-{run}.log")).read()
+        assert rc == 0 and "JOB DONE" in log, log[-3000:]
+
+    def events(self) -> list[dict]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return job_events(self.dir, self.name)
+
+    def fingerprints(self) -> tuple[str | None, str | None]:
+        """(A, B): A's vertex has no committed inputs, B's has A as input."""
+        a = b = None
+        for e in self.events():
+            if e["type"] == "vertexInitialized":
+                if e["inputs"]:
+                    b = e["fingerprint"]
+                else:
+                    a = e["fingerprint"]
+        return a, b
+
+    def finished(self, fp: str | None) -> set[int]:
+        return {e["partition"] for e in self.events()
+                if e["type"] == "taskFinished" and e["fingerprint"] == fp}
+
+    def ran(self, stage: str, run: str) -> list[int]:
+        """Partitions of ``stage`` whose user function ran during ``run`` (sorted, repeated
+        when a partition ran more than once)."""
+        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
+                      if n.startswith(stage + "-") and n.split("-")[2] == run)
+
+    def output(self) -> list[tuple]:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self.out)
+        return sorted(zip(*[table.column(c).to_pylist() for c in table.column_names]))
+
+
+def kill_when(p: subprocess.Popen, condition, timeout: float = 240) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if p.poll() is not None:
+            pytest.fail("the job ended before the kill point was reached")
+        if condition():
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(30)
+            time.sleep(0.5)  # let the OS reap the JVM and workers
+            return
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("the kill point was not reached in time")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
+    job.run("r1")
+    rows = job.output()
+    assert len(rows) == 13 and sum(r[1] for r in rows) == 4000
+    return rows
+
+
+def test_killed_during_the_upstream_stage(tmp_path, reference):
+    job = Job(tmp_path, "upstream")
+    p = job.start("r1", slow=2.0)
+    kill_when(p, lambda: len(job.finished(job.fingerprints()[0])) >= 1)
+    a, b = job.fingerprints()
+    done_a = job.finished(a)
+    assert 1 <= len(done_a) < 4 and not job.finished(b)
+    job.run("r2")
+    assert job.output() == reference
+    # exactly the partitions of A that had not finished ran again
+    assert job.ran("A", "r2") == sorted(PARTS - done_a)
+    assert job.ran("B", "r2") == [0, 1, 2, 3]
+
+
+def test_killed_midway_through_a_full_window_stage(tmp_path, reference):
+    job = Job(tmp_path, "midway")
+    p = job.start("r1", slow=1.5)
+    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    a, b = job.fingerprints()
+    done_b = job.finished(b)
+    assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("A", "r2") == []  # A wholly recovered: nothing upstream of it ran
+    assert job.ran("B", "r2") == sorted(PARTS - done_b)
+
+
+def test_killed_during_the_final_write_then_damage_and_changes(tmp_path, reference):
+    job = Job(tmp_path, "final")
+    p = job.start("r1", slow=1.0)
+    kill_when(p, lambda: job.finished(job.fingerprints()[1]) == PARTS and bool(job.ran("W", "r1")))
+    a, b = job.fingerprints()
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("A", "r2") == [] and job.ran("B", "r2") == []
+    assert job.ran("W", "r2") == [0, 1]  # the write itself runs again (both its tasks)
+
+    # a deleted output file: only that partition runs again
+    victim = next(e for e in job.events() if e["type"] == "taskFinished"
+                  and e["fingerprint"] == b and e["partition"] == 2)["path"]
+    os.remove(victim)
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [2]
+    assert any(e["type"] == "vertexReset" and e["partitions"] == [2] for e in job.events())
+
+    # a damaged (not deleted) output file is caught by its checksum
+    victim = [e for e in job.events() if e["type"] == "taskFinished"
+              and e["fingerprint"] == b and e["partition"] == 1][-1]["path"]
+    data = bytearray(open(victim, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(victim, "wb").write(bytes(data))
+    job.run("r4")
+    assert job.output() == reference
+    assert job.ran("B", "r4") == [1]
+
+    # a changed program: the changed operation reuses nothing, the unchanged one still recovers
+    job.run("r5", variant="2")
+    assert job.output() == reference
+    assert job.ran("A", "r5") == [] and job.ran("B", "r5") == [0, 1, 2, 3]
+
+
+def _segments(job: Job) -> list[str]:
+    d = os.path.join(job.dir, job.name, "events")
+    return sorted(os.path.join(d, n) for n in os.listdir(d) if n.startswith("segment-"))
+
+
+def test_truncated_event_file_and_corrupt_record(tmp_path, reference):
+    from fullwindow.recovery.eventstore import EventStoreWarning, decode_records
+
+    job = Job(tmp_path, "damaged")
+    job.run("r1")
+    a, b = job.fingerprints()
+    [seg] = _segments(job)
+    data = open(seg, "rb").read()
+    events, problems = decode_records(data)
+    assert not problems
+    # the last B task-finished record is torn in half
+    last_b = max(i for i, e in enumerate(events) if e["type"] == "taskFinished"
+                 and e["fingerprint"] == b)
+    lost_b = events[last_b]["partition"]
+    cut = _record_offsets(data)[last_b] + 10
+    # ... and a record in the middle (an A task-finished) is corrupted
+    first_a = min(i for i, e in enumerate(events) if e["type"] == "taskFinished"
+                  and e["fingerprint"] == a)
+    lost_a = events[first_a]["partition"]
+    damaged = bytearray(data[:cut])
+    damaged[_record_offsets(data)[first_a] + 20] ^= 0xFF
+    open(seg, "wb").write(bytes(damaged))
+    with pytest.warns(EventStoreWarning):
+        job_events(job.dir, job.name)
+    job.run("r2")
+    assert job.output() == reference
+    # events after the torn record are lost too (they were in the tail): B partitions without
+    # an intact finished event ran again, the others did not
+    survived_b = {e["partition"] for e in decode_records(bytes(damaged))[0]
+                  if e["type"] == "taskFinished" and e["fingerprint"] == b}
+    assert lost_b not in survived_b
+    assert job.ran("B", "r2") == sorted(PARTS - survived_b)
+    # A lost one finished event: A is not wholly recovered, so that partition runs again
+    assert job.ran("A", "r2") == [lost_a]
+
+
+def _record_offsets(data: bytes) -> list[int]:
+    import struct
+
+    from fullwindow.recovery.eventstore import HEADER_SIZE
+
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        (length,) = struct.unpack_from(">I", data, pos + 4)
+        pos += HEADER_SIZE + length
+    return out
+
+
+def test_cleanup_removes_the_job_directory(tmp_path):
+    code = f"""
+import fullwindow, os
+spark = fullwindow.session(master="local[1]", conf={{
+    "spark.ui.enabled": "false", "spark.fullwindow.recovery.enabled": "true",
+    "spark.fullwindow.recovery.dir": {str(tmp_path)!r}, "spark.fullwindow.recovery.jobId": "done"}})
+df = spark.range(10).fullWindowPartition().sortPartition("id")
+assert df.count() == 10
+fullwindow.recovery.flush(spark)
+assert os.path.isdir({os.path.join(str(tmp_path), "done")!r})
+assert fullwindow.recovery.cleanup(spark) is True
+assert not os.path.exists({os.path.join(str(tmp_path), "done")!r})
+assert fullwindow.recovery.cleanup(spark) is False
+print("CLEAN")
+"""
+    from helpers import run_python
+
+    r = run_python(code)
+    assert r.returncode == 0 and "CLEAN" in r.stdout, r.stderr[-3000:]
