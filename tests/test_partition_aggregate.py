@@ -32,7 +32,16 @@ def test_aggregate_plan_has_no_exchange(df):
     out.collect()
     plan = executed_plan(out)
     assert "FullWindowAggregate" in plan
-    assert "Exchange" not in plan and "HashAggregate" not in plan
+    assert "Exchange" not in plan
+    # key-less: Spark's code-generated hash aggregate, whole partition as one group, no keys
+    assert "HashAggregate(keys=[], functions=[sum(v" in plan
+
+
+def test_aggregate_with_imperative_functions_uses_the_aggregation_iterator(df):
+    out = df.fullWindowPartition().aggregate(F.collect_list("v").alias("vs"))
+    assert sorted(sorted(r.vs) for r in out.collect()) == [[0, 1, 2], [3, 4, 5]]
+    plan = executed_plan(out)
+    assert "FullWindowAggregate" in plan and "Exchange" not in plan and "HashAggregate" not in plan
 
 
 def test_aggregate_metrics(df):

@@ -1,11 +1,13 @@
 package org.apache.spark.sql.fullwindow
 
-import org.apache.spark.sql.catalyst.expressions.aggregate.Complete
+import org.apache.spark.sql.catalyst.expressions.{Alias, AttributeSet, GreaterThan, Literal}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Count}
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
-import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.{FilterExec, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
-import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
@@ -36,8 +38,25 @@ object FullWindowStrategy extends SparkStrategy {
     case a: Aggregate if FullWindowAggregates.isPerPartition(a) => a match {
       case PhysicalAggregation(grouping, aggregates, results, child) =>
         val complete = aggregates.map(_.copy(mode = Complete))
-        FullWindowAggregateExec(grouping, complete, complete.map(_.resultAttribute), results,
-          planLater(child)) :: Nil
+        val userKeys = grouping.filterNot(FullWindowPartitionKey.contains)
+        val resultsUseOnlyAggregates = results.forall(
+          _.references.subsetOf(AttributeSet(complete.map(_.resultAttribute))))
+        val hashable = Aggregate.supportsHashAggregate(
+          complete.flatMap(_.aggregateFunction.aggBufferAttributes), Nil)
+        if (userKeys.isEmpty && resultsUseOnlyAggregates && hashable) {
+          // The whole partition is one group: Spark's code-generated hash aggregate with no keys
+          // and no required distribution, plus a row count that drops empty partitions.
+          val rows = AggregateExpression(Count(Literal(1)), Complete, isDistinct = false)
+          val all = complete :+ rows
+          val rowCount = Alias(rows.resultAttribute, "__fullwindow_rows")()
+          val hash = HashAggregateExec(None, isStreaming = false, None, Nil, all,
+            all.map(_.resultAttribute), 0, results :+ rowCount, planLater(child))
+          FullWindowAggregateOutputExec(results, rowCount.toAttribute,
+            FilterExec(GreaterThan(rowCount.toAttribute, Literal(0L)), hash)) :: Nil
+        } else {
+          FullWindowAggregateExec(grouping, complete, complete.map(_.resultAttribute), results,
+            planLater(child)) :: Nil
+        }
       case _ => Nil
     }
 

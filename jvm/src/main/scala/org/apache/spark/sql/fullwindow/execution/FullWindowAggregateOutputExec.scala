@@ -1,0 +1,44 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, NamedExpression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.SQLMetric
+
+/**
+ * The top of a key-less per-partition aggregate (`aggregate(*columns)`, or the SQL hint without
+ * GROUP BY) that runs on Spark's code-generated hash aggregate: below it, one row per partition
+ * carrying the results and the partition's row count, empty partitions already filtered out.
+ * It names the step in plans, records the rows in and out, and drops the row count. It sees one
+ * row per partition, so it costs nothing measurable.
+ */
+case class FullWindowAggregateOutputExec(
+    resultExpressions: Seq[NamedExpression],
+    rowCount: Attribute,
+    child: SparkPlan) extends UnaryExecNode {
+
+  override def nodeName: String = "FullWindowAggregate"
+  override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.rows(sparkContext)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val rowsIn = longMetric("numInputRows")
+    val rowsOut = longMetric("numOutputRows")
+    val countIndex = child.output.indexWhere(_.exprId == rowCount.exprId)
+    child.execute().mapPartitionsInternal { rows =>
+      val project = UnsafeProjection.create(output, child.output)
+      rows.map { r =>
+        rowsIn += r.getLong(countIndex)
+        rowsOut += 1
+        project(r)
+      }
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): FullWindowAggregateOutputExec =
+    copy(child = newChild)
+}
