@@ -22,7 +22,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
-from fullwindow._worker import (Prefetcher, RowDecoder, RowEncoder, _iterable, end_of_input,
+from fullwindow._worker import (Prefetcher, checked_batches, RowDecoder, RowEncoder, _iterable, end_of_input,
                                 partition_id)
 from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
 
@@ -242,25 +242,11 @@ def _concat(batches: list) -> pa.RecordBatch:
 
 
 def map_partition_in_arrow(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
-    from pyspark.sql.conversion import ArrowBatchTransformer
-
     operation = encoder.operation
     target = encoder.batch_size
 
     def checked(item):
-        items = item.to_batches() if isinstance(item, pa.Table) else [item]
-        for b in items:
-            if not isinstance(b, pa.RecordBatch):
-                raise SchemaMismatchError(
-                    f"{operation}: partition {partition_id()}: func must yield "
-                    f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
-            try:
-                yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
-            except Exception as err:  # noqa: BLE001
-                raise SchemaMismatchError(
-                    f"{operation}: partition {partition_id()}: a batch with schema "
-                    f"[{b.schema.to_string(show_schema_metadata=False).replace(chr(10), ', ')}]"
-                    f" does not fit {encoder.schema.simpleString()}: {err}") from None
+        return checked_batches(encoder, item)
 
     def run(batches):
         with _Prefetched(batches, arrow_segments(in_schema, key_idx), depth) as p:

@@ -227,26 +227,31 @@ def map_partition(func, in_schema, encoder: RowEncoder, depth: int):
     return run
 
 
-def map_partition_in_arrow(func, encoder: RowEncoder, depth: int):
+def checked_batches(encoder: RowEncoder, item: Any) -> Iterator[pa.RecordBatch]:
+    """What an Arrow function yielded (a RecordBatch or Table), cast to the declared schema, or a
+    SchemaMismatchError naming the operation, the partition and the two schemas."""
     from pyspark.sql.conversion import ArrowBatchTransformer
 
+    for b in item.to_batches() if isinstance(item, pa.Table) else [item]:
+        if not isinstance(b, pa.RecordBatch):
+            raise SchemaMismatchError(
+                f"{encoder.operation}: partition {partition_id()}: func must yield "
+                f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
+        try:
+            yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
+        except Exception as err:  # noqa: BLE001
+            raise SchemaMismatchError(
+                f"{encoder.operation}: partition {partition_id()}: a batch with schema "
+                f"[{b.schema.to_string(show_schema_metadata=False).replace(chr(10), ', ')}]"
+                f" does not fit {encoder.schema.simpleString()}: {err}") from None
+
+
+def map_partition_in_arrow(func, encoder: RowEncoder, depth: int):
     def run(batches):
         prefetch = Prefetcher(batches, lambda b: b, depth)
         out = _iterable(encoder.operation, "func", func(iter(prefetch)))
         for item in out:
-            items = item.to_batches() if isinstance(item, pa.Table) else [item]
-            for b in items:
-                if not isinstance(b, pa.RecordBatch):
-                    raise SchemaMismatchError(
-                        f"{encoder.operation}: partition {partition_id()}: func must yield "
-                        f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
-                try:
-                    yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
-                except Exception as err:  # noqa: BLE001
-                    raise SchemaMismatchError(
-                        f"{encoder.operation}: partition {partition_id()}: a batch with schema "
-                        f"[{b.schema.to_string(show_schema_metadata=False).replace(chr(10), ', ')}]"
-                        f" does not fit {encoder.schema.simpleString()}: {err}") from None
+            yield from checked_batches(encoder, item)
         prefetch.finish()
     return run
 

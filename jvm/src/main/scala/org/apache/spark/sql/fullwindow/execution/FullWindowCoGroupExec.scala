@@ -57,7 +57,7 @@ case class FullWindowCoGroupExec(
         right.output.zipWithIndex.map { case (a, i) => StructField(s"__right$i", a.dataType) }))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val factory = KeyedPython.evaluatorFactory(func, output, mergedSchema, conf, pythonMetrics,
+    val factory = PythonArrowIter.evaluatorFactory(func, output, mergedSchema, conf, pythonMetrics,
       jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")

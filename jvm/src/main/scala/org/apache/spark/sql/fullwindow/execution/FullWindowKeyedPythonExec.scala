@@ -45,7 +45,7 @@ case class FullWindowKeyedPythonExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val factory = KeyedPython.evaluatorFactory(func, output, child.schema, conf, pythonMetrics,
+    val factory = PythonArrowIter.evaluatorFactory(func, output, child.schema, conf, pythonMetrics,
       jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
@@ -66,29 +66,5 @@ object KeyedPython {
    */
   def distributionKeys(keys: Seq[Expression]): Seq[Expression] = keys.map { k =>
     if (NormalizeFloatingNumbers.needNormalize(k.dataType)) NormalizeFloatingNumbers.normalize(k) else k
-  }
-
-  /** Spark's mapInArrow evaluator for one SQL_MAP_ARROW_ITER_UDF over rows of `inputSchema`. */
-  def evaluatorFactory(
-      func: Expression,
-      output: Seq[Attribute],
-      inputSchema: StructType,
-      conf: SQLConf,
-      pythonMetrics: Map[String, SQLMetric],
-      jobArtifactUUID: Option[String]): MapInBatchEvaluatorFactory = {
-    val udf = func.asInstanceOf[PythonUDF]
-    new MapInBatchEvaluatorFactory(
-      output,
-      Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
-      inputSchema,
-      udf.dataType,
-      conf.arrowMaxRecordsPerBatch,
-      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
-      conf.sessionLocalTimeZone,
-      conf.arrowUseLargeVarTypes,
-      ArrowPythonRunner.getPythonRunnerConfMap(conf),
-      pythonMetrics,
-      jobArtifactUUID,
-      None)
   }
 }

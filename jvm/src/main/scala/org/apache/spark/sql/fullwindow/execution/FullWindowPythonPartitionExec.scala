@@ -5,6 +5,8 @@ import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -32,20 +34,8 @@ case class FullWindowPythonPartitionExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val udf = func.asInstanceOf[PythonUDF]
-    val factory = new MapInBatchEvaluatorFactory(
-      output,
-      Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
-      child.schema,
-      udf.dataType,
-      conf.arrowMaxRecordsPerBatch,
-      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
-      conf.sessionLocalTimeZone,
-      conf.arrowUseLargeVarTypes,
-      ArrowPythonRunner.getPythonRunnerConfMap(conf),
-      pythonMetrics,
-      jobArtifactUUID,
-      None)
+    val factory = PythonArrowIter.evaluatorFactory(func, output, child.schema, conf,
+      pythonMetrics, jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
@@ -56,4 +46,31 @@ case class FullWindowPythonPartitionExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowPythonPartitionExec =
     copy(child = newChild)
+}
+
+/** Builds Spark's Arrow Python evaluation for fullwindow's Python execs. */
+object PythonArrowIter {
+  /** Spark's mapInArrow evaluator for one SQL_MAP_ARROW_ITER_UDF over rows of `inputSchema`. */
+  def evaluatorFactory(
+      func: Expression,
+      output: Seq[Attribute],
+      inputSchema: StructType,
+      conf: SQLConf,
+      pythonMetrics: Map[String, SQLMetric],
+      jobArtifactUUID: Option[String]): MapInBatchEvaluatorFactory = {
+    val udf = func.asInstanceOf[PythonUDF]
+    new MapInBatchEvaluatorFactory(
+      output,
+      Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
+      inputSchema,
+      udf.dataType,
+      conf.arrowMaxRecordsPerBatch,
+      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
+      conf.sessionLocalTimeZone,
+      conf.arrowUseLargeVarTypes,
+      ArrowPythonRunner.getPythonRunnerConfMap(conf),
+      pythonMetrics,
+      jobArtifactUUID,
+      None)
+  }
 }
