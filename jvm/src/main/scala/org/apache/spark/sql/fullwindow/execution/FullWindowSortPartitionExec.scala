@@ -14,6 +14,10 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * memory pages, which spill to disk under memory pressure and are merged back when read.
  * No exchange: the child's partitioning is kept. Takes part in whole-stage code generation, so
  * the rows of the stage below are inserted without an iterator in between.
+ *
+ * With one key, or a first key that is not integral, the sorter is set up exactly as SortExec
+ * sets it up. With two or more keys and an integral first key, its 64-bit prefix packs several
+ * keys and the sorter may radix-sort by it (PackedSortPrefix, PackedRowSorter).
  */
 case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPlan)
   extends UnaryExecNode with CodegenSupport {
@@ -26,9 +30,19 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
   override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.sort(sparkContext)
 
   private val radixSortEnabled = conf.enableRadixSort
+  // Two or more keys with an integral first key: a prefix packed from several keys (see
+  // PackedSortPrefix), which SortExec does not have. Otherwise exactly SortExec's prefix.
+  private val packedPrefix = PackedSortPrefix.applies(sortOrder, conf)
 
   /** A new sorter for one partition; public because generated code calls it. */
-  def newSorter(): UnsafeExternalRowSorter = {
+  def newSorter(): FullWindowRowSorter = {
+    val pageSize = SparkEnv.get.memoryManager.pageSizeBytes
+    if (packedPrefix) {
+      return new PackedRowSorter(sortOrder.map(BindReferences.bindReference(_, output)),
+        () => RowOrdering.create(sortOrder, output), schema, pageSize, radixSortEnabled,
+        recordAfterOutput)
+    }
+    val ordering = RowOrdering.create(sortOrder, output)
     val first = BindReferences.bindReference(sortOrder.head, output)
     val prefix = SortPrefix(first)
     val prefixProjection = UnsafeProjection.create(prefix :: Nil)
@@ -43,13 +57,19 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
     }
     // Radix sort only when the 64-bit prefix of a single key decides the order on its own.
     val radix = radixSortEnabled && sortOrder.size == 1 && SortPrefixUtils.canSortFullyWithPrefix(first)
-    UnsafeExternalRowSorter.create(schema, RowOrdering.create(sortOrder, output),
-      SortPrefixUtils.getPrefixComparator(first), computer,
-      SparkEnv.get.memoryManager.pageSizeBytes, radix)
+    new SparkPrefixRowSorter(UnsafeExternalRowSorter.create(schema, ordering,
+      SortPrefixUtils.getPrefixComparator(first), computer, pageSize, radix))
+  }
+
+  /** What a packed sorter's output adds once read: sorting its runs of equal prefixes. */
+  private def recordAfterOutput(sortNanos: Long, peakMemory: Long, spilled: Long): Unit = {
+    longMetric("sortTime") += sortNanos / 1000000
+    longMetric("peakMemory") += peakMemory
+    longMetric("spillSize") += spilled
   }
 
   /** Sorts what was inserted and records the metrics; public because generated code calls it. */
-  def sortAndRecord(sorter: UnsafeExternalRowSorter, spilledBefore: Long, rows: Long): Iterator[InternalRow] = {
+  def sortAndRecord(sorter: FullWindowRowSorter, spilledBefore: Long, rows: Long): Iterator[InternalRow] = {
     val sorted = sorter.sort()
     val taskMetrics = TaskContext.get().taskMetrics()
     longMetric("numInputRows") += rows
@@ -84,7 +104,7 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
 
   override protected def doProduce(ctx: CodegenContext): String = {
     val self = ctx.addReferenceObj("fwSortPlan", this)
-    sorterTerm = ctx.addMutableState(classOf[UnsafeExternalRowSorter].getName, "fwSorter",
+    sorterTerm = ctx.addMutableState(classOf[FullWindowRowSorter].getName, "fwSorter",
       v => s"$v = $self.newSorter();", forceInline = true)
     countTerm = ctx.addMutableState("long", "fwRowsIn", v => s"$v = 0L;", forceInline = true)
     val done = ctx.addMutableState("boolean", "fwSorted", v => s"$v = false;", forceInline = true)
@@ -116,4 +136,20 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowSortPartitionExec =
     copy(child = newChild)
+}
+
+/** One partition's sorter, as doExecute and the generated code use it. */
+abstract class FullWindowRowSorter {
+  def insertRow(row: UnsafeRow): Unit
+  def sort(): Iterator[InternalRow]
+  def getSortTimeNanos: Long
+  def getPeakMemoryUsage: Long
+}
+
+/** Spark's sorter with SortExec's prefix (the first key's). */
+final class SparkPrefixRowSorter(sorter: UnsafeExternalRowSorter) extends FullWindowRowSorter {
+  override def insertRow(row: UnsafeRow): Unit = sorter.insertRow(row)
+  override def sort(): Iterator[InternalRow] = sorter.sort()
+  override def getSortTimeNanos: Long = sorter.getSortTimeNanos
+  override def getPeakMemoryUsage: Long = sorter.getPeakMemoryUsage
 }
