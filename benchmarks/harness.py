@@ -159,6 +159,44 @@ def _wait_for_quiet(max_wait: float) -> tuple[float | None, float]:
     return busy, time.monotonic() - start
 
 
+def _proc_tree_cpu(root: int) -> tuple[float, float] | None:
+    """CPU seconds (user + system) used so far by process ``root`` itself and by all its
+    descendants (with the children they have reaped), from /proc. With ``root`` the Spark JVM,
+    the second figure is the Python workers (the pyspark daemon and the workers it forks), whose
+    CPU time Spark's task metrics do not count."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    own: dict[int, float] = {}
+    with_children: dict[int, float] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(")") + 2:].split()
+        parent[pid] = int(rest[1])
+        utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+        own[pid] = (utime + stime) / tick
+        with_children[pid] = (utime + stime + cutime + cstime) / tick
+    if root not in own:
+        return None
+
+    def under_root(pid: int) -> bool:
+        seen = 0
+        while pid in parent and seen < 64:
+            pid = parent[pid]
+            if pid == root:
+                return True
+            seen += 1
+        return False
+    return own[root], sum(t for pid, t in with_children.items() if under_root(pid))
+
+
 def _machine(spark) -> dict[str, Any]:
     mem_kib = None
     cpu = platform.processor() or ""
@@ -244,6 +282,11 @@ def _run_child(args: argparse.Namespace) -> int:
         tags: dict[str, list[str]] = {"ours": [], "native": []}
         order_log = []
         background: list[float | None] = []
+        try:
+            jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+        except Exception:  # noqa: BLE001
+            jvm_pid = -1
+        proc_cpu: dict[str, list[dict[str, float]]] = {"ours": [], "native": []}
         for r in range(args.warmup + args.rounds):
             warm = r < args.warmup
             order = ("ours", "native") if r % 2 == 0 else ("native", "ours")
@@ -260,14 +303,19 @@ def _run_child(args: argparse.Namespace) -> int:
                 tag = f"{case.name}:{variant}:{'warmup' if warm else 'round'}{r}"
                 jvm.System.gc()  # every run starts from a collected heap
                 sc.setJobDescription(tag)
+                cpu0 = _proc_tree_cpu(jvm_pid)
                 start = time.perf_counter()
                 variants[variant](data)
                 elapsed = time.perf_counter() - start
+                cpu1 = _proc_tree_cpu(jvm_pid)
                 sc.setJobDescription(None)
                 line.append(f"{variant} {elapsed:.2f} s")
                 if not warm:
                     times[variant].append(elapsed)
                     tags[variant].append(tag)
+                    proc_cpu[variant].append(
+                        {"jvm_process_cpu_ms": (cpu1[0] - cpu0[0]) * 1e3,
+                         "python_cpu_ms": (cpu1[1] - cpu0[1]) * 1e3} if cpu0 and cpu1 else {})
             _log(f"{case.name}: {'warm-up' if warm else 'round'} {r + 1 - (0 if warm else args.warmup)}"
                  f": {', '.join(line)}")
         result["loadavg_end"] = list(os.getloadavg())
@@ -281,7 +329,8 @@ def _run_child(args: argparse.Namespace) -> int:
         nodes = {t: case.ours_node for t in tags["ours"]}
         nodes.update({t: case.native_node for t in tags["native"]})
         collected = rm.collect(tags["ours"] + tags["native"], nodes) if rm.available() else {}
-        result["metrics"] = {v: [collected.get(t, {}) for t in tags[v]] for v in tags}
+        result["metrics"] = {v: [{**collected.get(t, {}), **cpu}
+                                 for t, cpu in zip(tags[v], proc_cpu[v])] for v in tags}
         result["metrics_available"] = bool(collected)
     except Exception:  # noqa: BLE001  (reported to the parent, which marks the case FAIL)
         result["error"] = traceback.format_exc()
@@ -319,7 +368,8 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
         profile[variant] = {key: _median_of(runs, key) for key in (
             "duration_ms", "sort_time_ms", "scan_time_ms", "spill_size_bytes",
             "peak_memory_bytes", "memory_bytes_spilled", "disk_bytes_spilled",
-            "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms")}
+            "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms",
+            "jvm_process_cpu_ms", "python_cpu_ms")}
         profile[variant]["min_memory_bytes_spilled"] = (
             min(r.get("memory_bytes_spilled", 0) for r in runs) if runs else None)
     res["profile"] = profile
@@ -354,14 +404,26 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
 
 _HEADER = ["case", "rows", "ours median [min–max]", "native median [min–max]",
            "ratio median [min–max] (IQR)", "bar", "result", "spilled/run ours / native",
-           "task-CPU ratio median"]
+           "task-CPU ratio median", "JVM+Python CPU ratio median"]
+
+
+def _process_cpu_ratio(res: dict[str, Any]) -> float | None:
+    """Median over rounds of native / ours CPU time of the driver JVM plus its Python workers
+    (from /proc; unlike task CPU time it counts the Python side of Python operations)."""
+    def total(run):
+        j, p = run.get("jvm_process_cpu_ms"), run.get("python_cpu_ms")
+        return None if j is None or p is None else j + p
+    metrics = res.get("metrics") or {}
+    ratios = [total(n) / total(o) for o, n in zip(metrics.get("ours", []), metrics.get("native", []))
+              if total(o) and total(n)]
+    return statistics.median(ratios) if ratios else None
 
 
 def _row(res: dict[str, Any]) -> list[str]:
     bar = f"≥ {res['bar']:.2f}×" + (f", {res['bar_note']}" if res.get("bar_note") else "")
     if res.get("error"):
         return [res["name"], f"{res.get('rows', 0):,}", "–", "–", "–", bar, res["status"], "–",
-                "–"]
+                "–", "–"]
     prof = res["profile"]
 
     def spill(v):
@@ -372,7 +434,8 @@ def _row(res: dict[str, Any]) -> list[str]:
     return [res["name"], f"{res['rows']:,}", _fmt_time(res["ours_stats"]),
             _fmt_time(res["native_stats"]),
             f"{_fmt_ratio(rs)} ({rs['q1']:.2f}–{rs['q3']:.2f})", bar, res["status"],
-            f"{spill('ours')} / {spill('native')}", f"{cpu['median']:.2f}×" if cpu else "?"]
+            f"{spill('ours')} / {spill('native')}", f"{cpu['median']:.2f}×" if cpu else "?",
+            f"{pcpu:.2f}×" if (pcpu := _process_cpu_ratio(res)) else "?"]
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:

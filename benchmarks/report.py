@@ -75,6 +75,7 @@ def _profile_rows(res: dict[str, Any]) -> list[list[str]]:
                      f"{stats['q1']:.2f}–{stats['q3']:.2f} s",
                      _fmt_ms(p.get("duration_ms")), _fmt_ms(p.get("executor_run_time_ms")),
                      _fmt_ms(p.get("executor_cpu_time_ms")),
+                     _fmt_ms(p.get("jvm_process_cpu_ms")), _fmt_ms(p.get("python_cpu_ms")),
                      _fmt_ms(p.get("scan_time_ms")), _fmt_ms(p.get("sort_time_ms")),
                      _fmt_ms(p.get("jvm_gc_time_ms")), _fmt_bytes(p.get("peak_memory_bytes")),
                      _fmt_bytes(p.get("memory_bytes_spilled")),
@@ -83,7 +84,8 @@ def _profile_rows(res: dict[str, Any]) -> list[list[str]]:
 
 
 _PROFILE_HEADER = ["case", "variant (node)", "wall", "wall IQR", "SQL execution",
-                   "task run time", "task CPU time", "scan time", "sort time", "JVM GC",
+                   "task run time", "task CPU time", "JVM process CPU", "Python workers CPU",
+                   "scan time", "sort time", "JVM GC",
                    "peak memory", "spilled (memory)", "spilled (disk)"]
 
 
@@ -136,7 +138,9 @@ def render(store: dict[str, Any]) -> str:
                 + (f"; {extra}" if extra else "") + ".")
         out += ["", "**Profile** (median per run, from the Spark UI REST API: the SQL "
                 "execution's node metrics and the task metrics of its stages; times summed over "
-                "tasks except wall and SQL execution)", ""]
+                "tasks except wall and SQL execution. JVM process CPU and Python workers CPU are "
+                "read from /proc around each run: the whole driver JVM, and every process under "
+                "it (pyspark daemon and workers), whose CPU the task metrics do not count)", ""]
         prof = [row for r in rs for row in _profile_rows(r)]
         out += [_markdown_table(_PROFILE_HEADER, prof) if prof else "(no profile)", ""]
         out += ["**Rounds** (per-round ratios in run order; median ratio by which variant went "

@@ -49,7 +49,7 @@ register(Case(
     setup=_setup,
     ours=lambda df: run_noop(df.fullWindowPartition().aggregate(*_aggs())),
     native=lambda df: run_noop(df.groupBy(F.spark_partition_id()).agg(*_aggs())),
-    bar=1.2, rows=20_000_000, partitions=4, spark_conf=_CONF,
+    bar=1.2, rows=60_000_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowAggregate", native_node="HashAggregate",
     settings={"columns": "k: long in [0,1000), v: random long, x: double",
               "aggregates": "sum(x), count(*), max(v), avg(k)"},
@@ -101,7 +101,7 @@ register(Case(
     setup=_setup,
     ours=lambda df: run_noop(df.fullWindowPartition().mapPartition(_rows_fn, _ROWS_SCHEMA)),
     native=_native_rows,
-    bar=3.0, rows=4_000_000, partitions=4, spark_conf=_CONF,
+    bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowMapPartition", native_node=None,
     settings={"function": "for r in rows: if r.k < 500: yield (r.k, r.x * 2)"},
 ))
@@ -143,7 +143,7 @@ register(Case(
     setup=_setup,
     ours=lambda df: run_noop(df.fullWindowPartition().aggregate(_SumCount(), "s double, n long")),
     native=_native_aggregate,
-    bar=3.0, rows=4_000_000, partitions=4, spark_conf=_CONF,
+    bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowAggregate", native_node=None,
     settings={"function": "add(row, acc) = (acc[0] + row.x, acc[1] + 1)"},
 ))
@@ -169,7 +169,7 @@ register(Case(
     setup=_setup,
     ours=lambda df: run_noop(df.fullWindowPartition().reduce(_max_by_v)),
     native=_native_reduce,
-    bar=3.0, rows=4_000_000, partitions=4, spark_conf=_CONF,
+    bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowReduce", native_node=None,
     settings={"function": "a if a.v >= b.v else b"},
 ))

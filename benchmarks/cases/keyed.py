@@ -1,0 +1,169 @@
+"""Keyed full windows and coGroup against their native Spark alternatives (DESIGN.md, "Bars for
+speed"):
+
+- keyed mapPartition   vs groupBy().applyInPandas              >= 1.5x   (many keys, few keys)
+- coGroup              vs groupBy().cogroup().applyInPandas    >= 2x
+
+Both variants do the same per-key work, each in the way its API is naturally written:
+
+- fullwindow: ``func(key, rows)`` gets a lazy iterator of Rows for one key and loops over it in
+  Python (``n += 1; s += r.x``), yielding one tuple per key;
+- native: ``func(key, pdf)`` gets the key's records as one pandas DataFrame and computes
+  ``len(pdf)`` and ``pdf["x"].sum()`` (vectorized), returning a one-row pandas DataFrame.
+
+Both plans hash-partition by ``k`` (one exchange, spark.sql.shuffle.partitions = 4) and sort
+by ``k`` within each partition before the Python worker; the difference is what happens in and
+around the Python worker. The one-key-holding-half-the-rows memory run (1 GiB driver) is not a
+ratio and lives in ``benchmarks/heavy_key.py``.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from pyspark.sql import functions as F
+
+import fullwindow  # noqa: F401  (adds DataFrame.keyBy)
+from fullwindow import EndOfStreamWindows
+
+from benchmarks.data import ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input, random_long, run_noop
+from benchmarks.registry import Case, Scale, register
+
+GROUP = "keyed"
+_CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
+
+MANY_KEYS = 10_000
+FEW_KEYS = 8
+
+
+def _columns(distinct: int):
+    def columns(seed: int):
+        return [low_cardinality_long(seed, distinct).alias("k"), random_long(seed + 1).alias("v"),
+                (F.col("id") % 1000).cast("double").alias("x")]
+    return columns
+
+
+# ---- keyed mapPartition vs applyInPandas ----------------------------------------------------
+
+_COUNT_SUM_SCHEMA = "k long, n long, s double"
+
+
+def count_sum(key, rows):
+    """fullwindow: count the key's rows and sum x, one pass over the lazy Row iterator."""
+    n = 0
+    s = 0.0
+    for r in rows:
+        n += 1
+        s += r.x
+    yield (key, n, s)
+
+
+def count_sum_pd(key, pdf):
+    """applyInPandas: the same on the key's whole pandas DataFrame."""
+    return pd.DataFrame({"k": [key[0]], "n": [len(pdf)], "s": [pdf["x"].sum()]})
+
+
+def _ours_map(df):
+    run_noop(df.keyBy("k").fullWindowPartition().mapPartition(count_sum, _COUNT_SUM_SCHEMA))
+
+
+def _native_map(df):
+    run_noop(df.groupBy("k").applyInPandas(count_sum_pd, _COUNT_SUM_SCHEMA))
+
+
+_MAP_DESC = ("keyBy('k').fullWindowPartition().mapPartition(f) vs groupBy('k').applyInPandas(g); "
+             "per key, f loops over the Row iterator counting rows and summing x "
+             "(n += 1; s += r.x) and yields (k, n, s); g returns "
+             "pd.DataFrame({k, len(pdf), pdf['x'].sum()})")
+_MAP_SETTINGS = {"columns": "k: long key, v: random long, x: double in [0, 1000)",
+                 "ours": "for r in rows: n += 1; s += r.x  ->  yield (key, n, s)",
+                 "native": "pd.DataFrame({'k': [key[0]], 'n': [len(pdf)], 's': [pdf['x'].sum()]})",
+                 "shuffle partitions": "4"}
+
+register(Case(
+    name="keyed_map_partition", group=GROUP,
+    description=f"{_MAP_DESC}; {MANY_KEYS:,} keys",
+    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{MANY_KEYS}",
+                                             _columns(MANY_KEYS)),
+    ours=_ours_map, native=_native_map,
+    bar=1.5, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
+    settings={**_MAP_SETTINGS, "keys": f"{MANY_KEYS:,} distinct, uniform"},
+))
+
+register(Case(
+    name="keyed_map_partition_few_keys", group=GROUP,
+    description=f"{_MAP_DESC}; {FEW_KEYS} large keys",
+    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{FEW_KEYS}",
+                                             _columns(FEW_KEYS)),
+    ours=_ours_map, native=_native_map,
+    bar=1.5, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
+    settings={**_MAP_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform"},
+))
+
+
+# ---- coGroup vs cogroup().applyInPandas -----------------------------------------------------
+
+_COGROUP_SCHEMA = "k long, nl long, sl double, nr long, sr double"
+
+
+def cogroup_count_sum(key, left, right):
+    """fullwindow: per key, count and sum x on each side (left read first, as documented)."""
+    nl = 0
+    sl = 0.0
+    for r in left:
+        nl += 1
+        sl += r.x
+    nr = 0
+    sr = 0.0
+    for r in right:
+        nr += 1
+        sr += r.x
+    yield (key, nl, sl, nr, sr)
+
+
+def cogroup_count_sum_pd(key, left, right):
+    """applyInPandas: the same on the two pandas DataFrames of the key."""
+    return pd.DataFrame({"k": [key[0]], "nl": [len(left)], "sl": [float(left["x"].sum())],
+                         "nr": [len(right)], "sr": [float(right["x"].sum())]})
+
+
+def _cogroup_setup(spark, scale: Scale):
+    # right: half as many rows as left, over the same key range (a different seed, so most keys
+    # are on both sides and some on one side only)
+    right_scale = Scale(rows=max(scale.rows // 2, 1), partitions=scale.partitions,
+                        quick=scale.quick, out_dir=scale.out_dir, seed=scale.seed + 100)
+    left = parquet_input(spark, scale, f"cogroup-left-k{MANY_KEYS}", _columns(MANY_KEYS))
+    right = parquet_input(spark, right_scale, f"cogroup-right-k{MANY_KEYS}", _columns(MANY_KEYS))
+    return left, right
+
+
+def _ours_cogroup(data):
+    a, b = data
+    run_noop(a.keyBy("k").coGroup(b.keyBy("k")).window(EndOfStreamWindows.get())
+             .apply(cogroup_count_sum, _COGROUP_SCHEMA))
+
+
+def _native_cogroup(data):
+    a, b = data
+    run_noop(a.groupBy("k").cogroup(b.groupBy("k")).applyInPandas(cogroup_count_sum_pd,
+                                                                  _COGROUP_SCHEMA))
+
+
+register(Case(
+    name="cogroup", group=GROUP,
+    description=("a.keyBy('k').coGroup(b.keyBy('k')).window(EndOfStreamWindows.get()).apply(f) vs "
+                 "a.groupBy('k').cogroup(b.groupBy('k')).applyInPandas(g); per key, f loops over "
+                 "left then right rows counting them and summing x, g takes len() and "
+                 "['x'].sum() of the two pandas DataFrames; "
+                 f"{MANY_KEYS:,} keys, right side half the rows of the left"),
+    setup=_cogroup_setup, ours=_ours_cogroup, native=_native_cogroup,
+    bar=2.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+    settings={"left": f"rows (the case's row count), k over {MANY_KEYS:,} keys",
+              "right": f"rows / 2, k over the same {MANY_KEYS:,} keys, another seed",
+              "ours": "for r in left: nl += 1; sl += r.x; the same for right -> "
+                      "yield (key, nl, sl, nr, sr)",
+              "native": "pd.DataFrame({k, len(left), left['x'].sum(), len(right), "
+                        "right['x'].sum()})",
+              "shuffle partitions": "4"},
+))

@@ -1,0 +1,1 @@
+"""Small diagnostic experiments behind the explanations in benchmarks/notes/ (not cases)."""

@@ -1,0 +1,347 @@
+"""One key holding half the rows, in 1 GiB: keyed mapPartition against groupBy().applyInPandas.
+
+DESIGN.md ("Bars for speed") asks that keyed ``mapPartition`` complete when one key holds half
+the rows in a 1 GiB JVM, where ``applyInPandas`` does not. That is an outcome, not a ratio, and
+the harness (``python -m benchmarks``) aborts a case whose native variant fails, so this script
+runs it on its own:
+
+    .venv/bin/python -m benchmarks.heavy_key                 # 20 M rows, both settings
+    .venv/bin/python -m benchmarks.heavy_key --rows 2000000 --timeout 300 --no-record
+
+Each variant runs once, in its own child process (its own Spark JVM, ``local[2]``,
+``spark.driver.memory=1g``), on the same Parquet input: ``rows`` records, half of them under key
+0 and the rest spread over 10,000 other keys. Both do the keyed cases' work per key (count the
+rows, sum ``x``): fullwindow loops over the key's lazy Row iterator, applyInPandas gets the
+key's records as one pandas DataFrame. The parent polls /proc every 0.2 s for the resident
+memory of the JVM and of the Python workers under it, and kills the child's process group when
+it passes ``--timeout``. Two settings are run:
+
+- ``driver 1 GiB``: only the JVM is bounded (the Python workers are separate processes, which
+  ``spark.driver.memory`` does not cover);
+- ``driver 1 GiB + Python 1 GiB``: also ``spark.executor.pyspark.memory=1g``, Spark's own
+  bound on each Python worker (an address-space limit, RLIMIT_AS, set by the worker).
+
+Each run's outcome (completed / failed with its error / timed out), wall time, the heavy key's
+count as the job returned it, spill and peak memory go to ``benchmarks/heavy_key.json`` and to
+the marked section of ``benchmarks/notes/keyed.md`` (then RESULTS.md is rendered again).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any
+
+from benchmarks.harness import BASE_CONF, DEFAULT_OUT, HERE, ROOT, _fmt_bytes, _machine
+from benchmarks.data import ONE_PARTITION_PER_FILE
+
+JSON_PATH = os.path.join(HERE, "heavy_key.json")
+NOTES_PATH = os.path.join(HERE, "notes", "keyed.md")
+BEGIN = "<!-- heavy_key.py: begin (generated, do not edit) -->"
+END = "<!-- heavy_key.py: end -->"
+OTHER_KEYS = 10_000
+PARTITIONS = 4
+SETTINGS = {
+    "driver 1 GiB": {"spark.driver.memory": "1g"},
+    "driver 1 GiB + Python 1 GiB": {"spark.driver.memory": "1g",
+                                    "spark.executor.pyspark.memory": "1g"},
+}
+SCHEMA = "k long, n long, s double"
+
+
+def _log(msg: str) -> None:
+    print(f"[heavy_key] {msg}", file=sys.stderr, flush=True)
+
+
+def _input_path(out_dir: str, rows: int) -> str:
+    return os.path.join(os.path.abspath(out_dir), "data", f"heavy-key-r{rows}-p{PARTITIONS}")
+
+
+# ---- child: one variant in one Spark session ---------------------------------------------------
+
+def _session(out_dir: str, conf: dict[str, str], name: str):
+    import fullwindow
+    local = os.path.join(os.path.abspath(out_dir), "spark-local")
+    os.makedirs(local, exist_ok=True)
+    spark = fullwindow.session(master="local[2]", app_name=f"heavy_key {name}",
+                               conf={**BASE_CONF, "spark.local.dir": local,
+                                     **ONE_PARTITION_PER_FILE, **conf})
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _generate(out_dir: str, rows: int) -> None:
+    from pyspark.sql import functions as F
+    path = _input_path(out_dir, rows)
+    if os.path.exists(os.path.join(path, "_SUCCESS")):
+        return
+    spark = _session(out_dir, {"spark.driver.memory": "2g"}, "input")
+    try:
+        seed = 42
+        k = F.when(F.col("id") % 2 == 0, F.lit(0)).otherwise(
+            F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(OTHER_KEYS)) + 1)
+        (spark.range(0, rows, 1, numPartitions=PARTITIONS)
+         .select(k.cast("long").alias("k"), F.xxhash64(F.col("id"), F.lit(seed + 1)).alias("v"),
+                 (F.col("id") % 1000).cast("double").alias("x"))
+         .write.mode("overwrite").parquet(path))
+    finally:
+        spark.stop()
+
+
+def _child(args: argparse.Namespace) -> int:
+    conf = SETTINGS[args.setting]
+    out: dict[str, Any] = {"variant": args.child, "setting": args.setting, "conf": conf}
+    spark = None
+    try:
+        spark = _session(args.out_dir, conf, f"{args.child}, {args.setting}")
+        jvm = spark.sparkContext._jvm
+        out["jvm_max_heap_bytes"] = jvm.java.lang.Runtime.getRuntime().maxMemory()
+        out["machine"] = _machine(spark)
+        from benchmarks.cases.keyed import count_sum, count_sum_pd
+        df = spark.read.parquet(_input_path(args.out_dir, args.rows))
+        if args.child == "ours":
+            result = df.keyBy("k").fullWindowPartition().mapPartition(count_sum, SCHEMA)
+            node = "FullWindowKeyedMapPartition"
+        else:
+            result = df.groupBy("k").applyInPandas(count_sum_pd, SCHEMA)
+            node = "FlatMapGroupsInPandas"
+        tag = f"heavy_key:{args.child}"
+        spark.sparkContext.setJobDescription(tag)
+        start = time.perf_counter()
+        try:
+            rows = result.collect()   # 10,001 rows: one per key
+            out["status"] = "completed"
+        except Exception as err:  # noqa: BLE001  (the outcome is what is recorded)
+            out["status"] = "failed"
+            text = str(err)
+            out["error_class"] = type(err).__name__
+            out["error"] = text[-4000:]
+            rows = None
+        out["wall_s"] = time.perf_counter() - start
+        spark.sparkContext.setJobDescription(None)
+        if rows is not None:
+            by_key = {r.k: r for r in rows}
+            out["output_rows"] = len(rows)
+            out["heavy_key_n"] = by_key[0].n if 0 in by_key else None
+            out["total_n"] = sum(r.n for r in rows)
+        try:
+            from benchmarks.metrics import RunMetrics
+            rm = RunMetrics(spark)
+            m = rm.collect([tag], {tag: node}, wait_seconds=20).get(tag, {})
+            m.pop("plan_nodes", None)
+            out["metrics"] = m
+        except Exception:  # noqa: BLE001
+            out["metrics"] = {}
+    except Exception:  # noqa: BLE001
+        out["status"] = "failed"
+        out["error"] = traceback.format_exc()[-4000:]
+    finally:
+        with open(args.child_json, "w") as f:
+            json.dump(out, f, indent=1)
+        if spark is not None:
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001
+                pass
+    return 0
+
+
+# ---- parent: run the children, watch their memory ---------------------------------------------
+
+def _tree(root: int) -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent, command name, RSS bytes) for ``root`` and every process under it."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    procs = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{p}/statm") as f:
+                rss = int(f.read().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        procs[int(p)] = (int(stat[stat.rfind(")") + 2:].split()[1]), comm, rss)
+    keep = {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, (ppid, _, _) in procs.items():
+            if ppid in keep and pid not in keep:
+                keep.add(pid)
+                changed = True
+    return {pid: procs[pid] for pid in keep if pid in procs}
+
+
+def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[str, Any]:
+    fd, json_path = tempfile.mkstemp(prefix=f"heavy-{variant}-", suffix=".json",
+                                     dir=args.out_dir)
+    os.close(fd)
+    cmd = [sys.executable, "-m", "benchmarks.heavy_key", "--child", variant, "--setting", setting,
+           "--child-json", json_path, "--rows", str(args.rows), "--out-dir", args.out_dir]
+    _log(f"{variant}, {setting}: starting ({args.rows:,} rows, timeout {args.timeout:.0f} s)")
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    peak_jvm = peak_py = peak_py_one = 0
+    timed_out = False
+    while proc.poll() is None:
+        tree = _tree(proc.pid)
+        jvm = sum(rss for pid, (_, comm, rss) in tree.items() if comm == "java")
+        py = [rss for pid, (ppid, comm, rss) in tree.items()
+              if pid != proc.pid and comm.startswith("python")]
+        peak_jvm = max(peak_jvm, jvm)
+        peak_py = max(peak_py, sum(py))
+        peak_py_one = max(peak_py_one, max(py, default=0))
+        if time.perf_counter() - start > args.timeout:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)   # the child's own process group
+            proc.wait()
+            break
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - start
+    try:
+        with open(json_path) as f:
+            text = f.read()
+        res = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError):
+        res = {}
+    finally:
+        try:
+            os.remove(json_path)
+        except OSError:
+            pass
+    res.update({"variant": variant, "setting": setting, "conf": SETTINGS[setting],
+                "process_s": elapsed, "exit_code": proc.returncode,
+                "peak_jvm_rss_bytes": peak_jvm, "peak_python_rss_bytes": peak_py,
+                "peak_python_worker_rss_bytes": peak_py_one})
+    if timed_out:
+        res["status"] = f"timed out after {args.timeout:.0f} s (killed)"
+    elif "status" not in res:
+        res["status"] = f"failed (child exited with {proc.returncode}, no result)"
+    _log(f"{variant}, {setting}: {res['status']}"
+         + (f" in {res['wall_s']:.1f} s" if res.get("wall_s") else "")
+         + f"; peak RSS JVM {_fmt_bytes(peak_jvm)}, Python workers {_fmt_bytes(peak_py)}")
+    return res
+
+
+def _error_summary(res: dict[str, Any]) -> str:
+    err = res.get("error") or ""
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    keys = ("MemoryError", "OutOfMemory", "Java heap", "ArrowInvalid", "ArrowCapacity",
+            "Killed", "exit code", "exited", "PythonException", "Exception:", "Error:")
+    picked = [ln for ln in lines if any(k in ln for k in keys)]
+    text = (picked or lines or [""])[0]
+    return text.replace("|", "\\|")[:240]
+
+
+def _markdown(record: dict[str, Any]) -> str:
+    header = ["setting", "variant", "outcome", "job wall time", "heavy key's n",
+              "peak RSS JVM", "peak RSS Python workers (sum / largest)", "spilled (memory / disk)",
+              "error"]
+    rows = []
+    for r in record["runs"]:
+        m = r.get("metrics") or {}
+        rows.append([
+            r["setting"], "fullwindow keyed mapPartition" if r["variant"] == "ours"
+            else "groupBy().applyInPandas",
+            r["status"], f"{r['wall_s']:.1f} s" if r.get("wall_s") else "–",
+            f"{r['heavy_key_n']:,}" if r.get("heavy_key_n") is not None else "–",
+            _fmt_bytes(r.get("peak_jvm_rss_bytes")),
+            f"{_fmt_bytes(r.get('peak_python_rss_bytes'))} / "
+            f"{_fmt_bytes(r.get('peak_python_worker_rss_bytes'))}",
+            f"{_fmt_bytes(m.get('memory_bytes_spilled'))} / "
+            f"{_fmt_bytes(m.get('disk_bytes_spilled'))}" if m else "?",
+            _error_summary(r) if r["status"] != "completed" else ""])
+    table = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    table += ["| " + " | ".join(row) + " |" for row in rows]
+    machine = next((r.get("machine") for r in record["runs"] if r.get("machine")), {}) or {}
+    return "\n".join([
+        BEGIN,
+        f"**One key holding half the rows, 1 GiB** (`{record['command']}`, {record['date']}; "
+        f"{record['rows']:,} rows in {PARTITIONS} Parquet files, key 0 holds "
+        f"{record['rows'] // 2:,}, the rest spread over {OTHER_KEYS:,} keys; `local[2]`; per key "
+        f"count and sum of x, as in the keyed cases; each run once, in its own JVM; timeout "
+        f"{record['timeout_s']:.0f} s; {machine.get('cores', '?')} cores, "
+        f"{machine.get('memory_gib', '?')} GiB RAM, commit {machine.get('commit', '?')})",
+        "",
+        *table,
+        "",
+        END,
+    ])
+
+
+def _record(record: dict[str, Any]) -> None:
+    with open(JSON_PATH, "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
+    block = _markdown(record)
+    text = open(NOTES_PATH).read() if os.path.exists(NOTES_PATH) else ""
+    if BEGIN in text and END in text:
+        before = text[:text.index(BEGIN)]
+        after = text[text.index(END) + len(END):]
+        text = before + block + after
+    else:
+        text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
+    with open(NOTES_PATH, "w") as f:
+        f.write(text)
+    from benchmarks.harness import RESULTS_MD
+    from benchmarks.report import update_results
+    update_results(RESULTS_MD, [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.heavy_key", description=__doc__.split(
+        "\n\n")[0])
+    p.add_argument("--rows", type=int, default=20_000_000)
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per variant")
+    p.add_argument("--settings", default=",".join(SETTINGS),
+                   help=f"comma-separated, of: {', '.join(SETTINGS)}")
+    p.add_argument("--variants", default="ours,native")
+    p.add_argument("--out-dir", default=DEFAULT_OUT)
+    p.add_argument("--no-record", action="store_true",
+                   help="print only; do not write heavy_key.json and notes/keyed.md")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--setting", help=argparse.SUPPRESS)
+    p.add_argument("--child-json", help=argparse.SUPPRESS)
+    p.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        return _child(args)
+    if args.generate:
+        _generate(args.out_dir, args.rows)
+        return 0
+    os.makedirs(args.out_dir, exist_ok=True)
+    rest = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join([".venv/bin/python -m benchmarks.heavy_key", shlex.join(rest)]).strip()
+    _log(f"input: {args.rows:,} rows")
+    subprocess.run([sys.executable, "-m", "benchmarks.heavy_key", "--generate", "--rows",
+                    str(args.rows), "--out-dir", args.out_dir], cwd=ROOT, check=True)
+    runs = []
+    for setting in [s.strip() for s in args.settings.split(",") if s.strip()]:
+        if setting not in SETTINGS:
+            p.error(f"unknown setting {setting!r}; known: {', '.join(SETTINGS)}")
+        for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
+            runs.append(_run_variant(args, variant, setting))
+    record = {"command": command, "rows": args.rows, "timeout_s": args.timeout,
+              "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "runs": runs}
+    print(_markdown(record))
+    if not args.no_record:
+        _record(record)
+        _log(f"recorded in {os.path.relpath(JSON_PATH, ROOT)} and "
+             f"{os.path.relpath(NOTES_PATH, ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
