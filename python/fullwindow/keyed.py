@@ -129,12 +129,22 @@ def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) 
     return udf(*[F.col(_quote(c)) for c in df.columns])
 
 
+def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
+                 extra: Any = None) -> DataFrame:
+    """``out`` made recoverable when spark.fullwindow.recovery.enabled is true (else itself):
+    its partitions are committed, or read back from an earlier run of the job. The fingerprint
+    covers the plan (both inputs of a coGroup), the keys and the pickled function."""
+    from fullwindow.recovery import commit_operation
+
+    return commit_operation(out, operation, func, ("keys", keys, extra))
+
+
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
-                  make_runner) -> DataFrame:
+                  make_runner, func: Any, extra: Any = None) -> DataFrame:
     column = _udf_column(df, f"keyed {operation}", schema, make_runner)
     jdf = facade(df).keyedPythonPartition(df._jdf, operation, _java_strings(df.sparkSession, keys),
                                           column._jc)
-    return DataFrame(jdf, df.sparkSession)
+    return _recoverable(DataFrame(jdf, df.sparkSession), f"keyed {operation}", keys, func, extra)
 
 
 def _runtime_mode(spark) -> str:
@@ -238,7 +248,8 @@ def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
     spark = df.sparkSession
     jdf = facade(df).keyedRunning(with_seq._jdf, "reduce", _java_strings(spark, keys), seq,
                                   column._jc)
-    return DataFrame(jdf, spark)
+    # the hidden sequence column's name differs between runs; the plan text keeps it
+    return _recoverable(DataFrame(jdf, spark), "keyed running reduce", keys, func)
 
 
 KeyedDataFrame.reduce = jvm_errors("keyed reduce")(KeyedDataFrame.reduce)  # type: ignore[method-assign]
@@ -288,7 +299,7 @@ class KeyedPartitionWindowedDataFrame:
         in_schema, key_idx = self._df.schema, self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.map_partition(func, in_schema, key_idx, enc,
-                                                                     _PREFETCH_DEPTH))
+                                                                     _PREFETCH_DEPTH), func)
 
     @jvm_errors("keyed mapPartition")
     def mapPartition(self, func: Callable[[Any, Iterator[Row]], Iterable[Any]],
@@ -324,7 +335,7 @@ class KeyedPartitionWindowedDataFrame:
         in_schema, key_idx = self._df.schema, self._key_idx()
         return _keyed_python(self._df, self._keys, "mapPartitionInArrow", out,
                              lambda enc: _keyed_worker.map_partition_in_arrow(
-                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH))
+                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH), func)
 
     # -- sortPartition --------------------------------------------------------------------------
 
@@ -349,7 +360,9 @@ class KeyedPartitionWindowedDataFrame:
         jdf = fw.sortPartition(resolved.df._jdf, to_java_columns(spark, columns),
                                to_java_booleans(spark, ascending))
         out = DataFrame(jdf, spark)
-        return out.drop(*resolved.hidden) if resolved.hidden else out
+        out = out.drop(*resolved.hidden) if resolved.hidden else out
+        return _recoverable(out, "keyed sortPartition", self._keys,
+                            key if callable(key) else None)
 
     # -- aggregate ------------------------------------------------------------------------------
 
@@ -371,7 +384,7 @@ class KeyedPartitionWindowedDataFrame:
             spark = df.sparkSession
             jdf = facade(df).keyedAggregate(df._jdf, _java_strings(spark, self._keys),
                                             to_java_columns(spark, list(args)))
-            return DataFrame(jdf, spark)
+            return _recoverable(DataFrame(jdf, spark), f"keyed {operation}", self._keys)
         if len(args) == 2 and schema is None:
             first, schema = args
         elif len(args) != 1:
@@ -391,7 +404,7 @@ class KeyedPartitionWindowedDataFrame:
         in_schema, key_idx = self._df.schema, self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.aggregate(first, in_schema, key_idx, result,
-                                                                 enc, _PREFETCH_DEPTH))
+                                                                 enc, _PREFETCH_DEPTH), first)
 
     @jvm_errors("keyed aggregate")
     def aggregate(self, *args: Any, schema=None) -> DataFrame:
@@ -419,7 +432,7 @@ class KeyedPartitionWindowedDataFrame:
         in_schema, key_idx = self._df.schema, self._key_idx()
         return _keyed_python(self._df, self._keys, operation, in_schema,
                              lambda enc: _keyed_worker.reduce(func, in_schema, key_idx, enc,
-                                                              _PREFETCH_DEPTH))
+                                                              _PREFETCH_DEPTH), func)
 
     @jvm_errors("keyed reduce")
     def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:
@@ -443,7 +456,8 @@ class KeyedPartitionWindowedDataFrame:
         in_schema, key_idx = self._df.schema, self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.process(func, in_schema, key_idx, enc,
-                                                               _PREFETCH_DEPTH, policy))
+                                                               _PREFETCH_DEPTH, policy),
+                             func, policy)
 
     @jvm_errors("keyed process")
     def process(self, func, schema: Union[StructType, str]) -> DataFrame:
@@ -559,7 +573,7 @@ class CoGroupedWindowedDataFrames:
         spark = ldf.sparkSession
         jdf = facade(ldf).coGroup(ldf._jdf, rdf._jdf, _java_strings(spark, left.keys),
                                   _java_strings(spark, right.keys), column._jc)
-        return DataFrame(jdf, spark)
+        return _recoverable(DataFrame(jdf, spark), "coGroup", (left.keys, right.keys), func)
 
 
 def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:

@@ -33,7 +33,7 @@ from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
 
 __all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "WRITE_BUFFER_SIZE", "EventStore",
            "EventStoreWarning", "RecoverySettings", "cleanup", "flush", "job_events",
-           "recovery_state", "settings_from"]
+           "recovery_state", "settings_from", "start"]
 
 log = logging.getLogger("fullwindow.recovery")
 
@@ -53,17 +53,21 @@ def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str,
 
 
 class _Vertex:
-    __slots__ = ("num_partitions", "finished", "operator")
+    __slots__ = ("num_partitions", "layout", "finished", "operator")
 
     def __init__(self) -> None:
         self.num_partitions: Optional[int] = None
+        self.layout: Optional[str] = None
         self.finished: Dict[int, Dict[str, Any]] = {}
         self.operator: Optional[str] = None
 
 
 def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
-    """Replays job events: per operator fingerprint, its partition count and the last
-    task-finished event of each partition not reset since."""
+    """Replays job events: per operator fingerprint, its partition count and layout (which
+    shuffle partitions each partition reads) and the last task-finished event of each partition
+    not reset since. A run that laid the operator out differently (another partition count, or
+    adaptive execution coalescing its input otherwise) voids the partitions finished before it;
+    a finished event of another layout than the operator's last one is not used."""
     vertices: Dict[str, _Vertex] = {}
     for e in events:
         fp = e.get("fingerprint")
@@ -73,13 +77,17 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
         v = vertices.setdefault(fp, _Vertex())
         if kind == "vertexInitialized":
             n = e.get("numPartitions")
-            if v.num_partitions is not None and n != v.num_partitions:
+            layout = e.get("layout")
+            if (v.num_partitions is not None and n != v.num_partitions) or \
+                    (v.layout is not None and layout != v.layout):
                 v.finished.clear()
             v.num_partitions = n
+            v.layout = layout
             v.operator = e.get("operator")
         elif kind == "taskFinished":
             p = e.get("partition")
-            if isinstance(p, int) and (v.num_partitions is None or 0 <= p < v.num_partitions):
+            if isinstance(p, int) and (v.num_partitions is None or 0 <= p < v.num_partitions) \
+                    and (v.layout is None or e.get("layout") == v.layout):
                 v.finished[p] = e
         elif kind == "vertexReset":
             parts = e.get("partitions")
@@ -121,10 +129,12 @@ class _Runtime:
 
         with self.lock:
             job = self.jobs.get(settings.job_dir)
+            fw = facade(spark)
             if job is None:
                 job = _Job(spark, settings)
                 self.jobs[settings.job_dir] = job
-            facade(spark).registerRecoveryListener(spark._jsparkSession)
+                _share_with_jvm(spark, fw, job)
+            fw.registerRecoveryListener(spark._jsparkSession)
             self.spark = spark
             self.poll = min(self.poll, max(0.02, settings.flush_interval / 2))
             if self.thread is None or not self.thread.is_alive():
@@ -155,13 +165,20 @@ class _Runtime:
                 except ValueError:
                     log.warning("fullwindow: dropping an unreadable job event: %r", text)
                     continue
-                job = self.owner.get(event.get("fingerprint"))
+                job = self.owner.get(event.get("fingerprint")) or self.jobs.get(event.get("job"))
                 if job is not None:
                     job.store.append(event)
 
     def close_job(self, job_dir: str) -> None:
         with self.lock:
             job = self.jobs.pop(job_dir, None)
+            if self.spark is not None:
+                try:
+                    from fullwindow._jvm import facade
+
+                    facade(self.spark).closeRecoveryJob(job_dir)
+                except Exception:  # noqa: BLE001 - the JVM is gone
+                    pass
             if job is not None:
                 self.owner = {k: v for k, v in self.owner.items() if v is not job}
                 job.store.close()
@@ -174,8 +191,41 @@ class _Runtime:
                 job.store.close()
 
 
+def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
+    """Puts the job's recorded state into the JVM, where operations defined without a Python
+    call site (the SQL hint forms) look it up; their events come back through the same queue."""
+    gateway = spark.sparkContext._gateway
+    fw.openRecoveryJob(job.job_dir)
+    for fp, v in job.state.items():
+        rows = []
+        for p, e in sorted(v.finished.items()):
+            try:
+                rows.append((p, str(e["path"]), int(e["bytes"]), int(e["checksum"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+        arrays = [gateway.new_array(t, len(rows)) for t in
+                  (gateway.jvm.int, gateway.jvm.String, gateway.jvm.long, gateway.jvm.long)]
+        for i, row in enumerate(rows):
+            for arr, value in zip(arrays, row):
+                arr[i] = value
+        n = v.num_partitions if isinstance(v.num_partitions, int) else -1
+        fw.recoveryVertex(job.job_dir, fp, n, v.layout or "", *arrays)
+
+
 _runtime = _Runtime()
 atexit.register(_runtime.shutdown)
+
+
+def start(spark: Any) -> bool:
+    """Starts recovery for the job configured in ``spark``'s session now, if recovery is on
+    (returns whether it is). Full-window DataFrame operations start it themselves; a job whose
+    first full-window operation is a SQL query (``/*+ FULL_WINDOW_PARTITION */``) calls this
+    before running it, or its hinted operations are not committed."""
+    settings = settings_of_session(spark, "recovery.start")
+    if settings is None:
+        return False
+    _runtime.job(spark, settings)
+    return True
 
 
 def _func_digest(func: Any) -> bytes:
@@ -258,8 +308,9 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     for i, p in enumerate(parts):
         jparts[i] = p
         jpaths[i] = str(verified[p]["path"])
-    return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, jparts,
-                               jpaths), spark)
+    layout = (vertex.layout if vertex is not None else None) or ""
+    return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
+                               jparts, jpaths), spark)
 
 
 def flush(spark: Any = None, wait_ms: int = 5000) -> None:

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
-import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
@@ -226,8 +226,11 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * hashed in, and committed or recovered operations reduced to their fingerprints, so that a
    * plan reads the same whether its inputs were computed or recovered.
    */
-  def planFingerprint(df: Dataset[Row]): String = {
-    val plan = df.queryExecution.analyzed.transformDown {
+  def planFingerprint(df: Dataset[Row]): String = planText(df.queryExecution.analyzed)
+
+  /** The stable text of an analyzed plan (see [[planFingerprint]]). */
+  def planText(analyzed: LogicalPlan): String = {
+    val plan = analyzed.transformDown {
       case c: FullWindowCommit => RecoveryMarker(c.fingerprint, c.output)
       case s: FullWindowRecoveredScan => RecoveryMarker(s.fingerprint, s.output)
     }
@@ -238,9 +241,25 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   /** `df` (a full-window operation's result) committed per partition; see [[FullWindowCommit]]. */
   def commit(df: Dataset[Row], fingerprint: String, operation: String, operatorDir: String,
-      recordedPartitions: Int, partitions: Array[Int], paths: Array[String]): Dataset[Row] =
+      recordedPartitions: Int, recordedLayout: String, partitions: Array[Int],
+      paths: Array[String]): Dataset[Row] =
     Dataset.ofRows(df.sparkSession, FullWindowCommit(fingerprint, operation, operatorDir,
-      recordedPartitions, partitions.zip(paths).toMap, df.logicalPlan))
+      recordedPartitions, recordedLayout, partitions.zip(paths).toMap, df.logicalPlan))
+
+  /**
+   * Opens job `jobDir` in the JVM's registry (so SQL hint operations can be committed in it);
+   * then [[recoveryVertex]] is called for each operator the earlier runs recorded.
+   */
+  def openRecoveryJob(jobDir: String): Unit = FullWindowRecoveryJobs.open(jobDir)
+
+  def closeRecoveryJob(jobDir: String): Unit = FullWindowRecoveryJobs.close(jobDir)
+
+  /** What earlier runs of job `jobDir` recorded for operator `fingerprint` (not verified yet). */
+  def recoveryVertex(jobDir: String, fingerprint: String, numPartitions: Int, layout: String,
+      partitions: Array[Int], paths: Array[String], bytes: Array[Long], crcs: Array[Long]): Unit =
+    FullWindowRecoveryJobs.put(jobDir, fingerprint, FullWindowRecoveryJobs.Vertex(numPartitions,
+      layout, partitions.indices.map(i =>
+        partitions(i) -> FullWindowRecoveryJobs.Finished(paths(i), bytes(i), crcs(i))).toMap))
 
   /** The committed outputs `paths` (partition order) read back in place of `df`. */
   def recoveredScan(df: Dataset[Row], fingerprint: String, operation: String, paths: Array[String],

@@ -61,8 +61,9 @@ object FullWindowStrategy extends SparkStrategy {
     }
 
     // Recovery (only ever in a plan when spark.fullwindow.recovery.enabled is true)
-    case FullWindowCommit(fingerprint, operation, dir, recorded, recovered, child) =>
-      FullWindowCommitExec(fingerprint, operation, dir, recorded, recovered, planLater(child)) :: Nil
+    case FullWindowCommit(fingerprint, operation, dir, recorded, layout, recovered, child) =>
+      FullWindowCommitExec(fingerprint, operation, dir, recorded, layout, recovered,
+        planLater(child)) :: Nil
 
     case FullWindowRecoveredScan(fingerprint, operation, paths, _, output) =>
       FullWindowRecoveredScanExec(fingerprint, operation, paths, output) :: Nil

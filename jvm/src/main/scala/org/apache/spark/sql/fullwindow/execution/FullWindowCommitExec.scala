@@ -6,8 +6,9 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
-import org.apache.spark.sql.execution.{LeafExecNode, SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.execution.{CoalescedMapperPartitionSpec, CoalescedPartitionSpec, LeafExecNode, PartialMapperPartitionSpec, PartialReducerPartitionSpec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, AdaptiveSparkPlanHelper, QueryStageExec}
+import org.apache.spark.sql.execution.exchange.Exchange
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryListener}
 import org.apache.spark.sql.types.StructType
@@ -24,6 +25,7 @@ case class FullWindowCommitExec(
     operationName: String,
     operatorDir: String,
     recordedPartitions: Int,
+    recordedLayout: String,
     recovered: Map[Int, String],
     child: SparkPlan) extends UnaryExecNode with AdaptiveSparkPlanHelper {
 
@@ -41,8 +43,12 @@ case class FullWindowCommitExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val input = child.execute()
     val n = input.getNumPartitions
-    // A different partition count than recorded: the earlier outputs do not line up; use none.
-    val usable = if (recordedPartitions == n) recovered else Map.empty[Int, String]
+    val layout = FullWindowCommitExec.layoutOf(child, n)
+    // A different partition count or layout than recorded: the earlier outputs do not line up
+    // with this run's partitions (they would hold other keys); use none.
+    val usable =
+      if (recordedPartitions == n && recordedLayout == layout) recovered else Map.empty[Int, String]
+    val jobDir = FullWindowRecoveryListener.escape(FullWindowCommitExec.jobDirOf(operatorDir))
     val upstream = collect(child) {
       case c: FullWindowCommitExec => c.fingerprint
       case s: FullWindowRecoveredScanExec => s.fingerprint
@@ -50,17 +56,55 @@ case class FullWindowCommitExec(
     FullWindowRecoveryListener.post(
       s"""{"type":"vertexInitialized","fingerprint":"$fingerprint",""" +
         s""""operator":"${FullWindowRecoveryListener.escape(operationName)}","numPartitions":$n,""" +
+        s""""layout":"$layout","job":"$jobDir",""" +
         s""""recovered":${usable.size},"inputs":[${upstream.map(u => s""""$u"""").mkString(",")}],""" +
         s""""time":${System.currentTimeMillis()}}""")
     val acc = new CollectionAccumulator[String]
     sparkContext.register(acc, FullWindowRecoveryListener.AccumulatorName)
     val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
-    new FullWindowCommitRDD(input, fingerprint, operationName, operatorDir, usable, schema, conf,
-      acc, longMetric("recoveredPartitions"), longMetric("committedPartitions"))
+    new FullWindowCommitRDD(input, fingerprint, operationName, operatorDir, layout, jobDir, usable,
+      schema, conf, acc, longMetric("recoveredPartitions"), longMetric("committedPartitions"))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowCommitExec =
     copy(child = newChild)
+}
+
+object FullWindowCommitExec {
+  /**
+   * Which input each of the `n` partitions of `plan`'s output reads, hashed: the shuffle
+   * partitions (or map outputs) behind every adaptive shuffle read in the stage, and the
+   * partition count of every exchange or query stage it reads whole. Two runs of the same
+   * operation with equal layouts give partition i the same rows, so a partition committed by
+   * one stands in for the other's; adaptive coalescing can make them differ.
+   */
+  def layoutOf(plan: SparkPlan, n: Int): String = {
+    def parts(p: SparkPlan): Seq[String] = p match {
+      case r: AQEShuffleReadExec =>
+        val specs = r.partitionSpecs.map {
+          case CoalescedPartitionSpec(s, e, _) => s"$s-$e"
+          case PartialReducerPartitionSpec(red, s, e, _) => s"r$red:$s-$e"
+          case PartialMapperPartitionSpec(m, s, e) => s"m$m:$s-$e"
+          case CoalescedMapperPartitionSpec(s, e, nr) => s"cm$s-$e/$nr"
+          case other => other.toString
+        }
+        Seq(s"read(${r.child.outputPartitioning.numPartitions}:${specs.mkString(",")})")
+      case s: QueryStageExec => Seq(s"stage(${s.outputPartitioning.numPartitions})")
+      case e: Exchange => Seq(s"exchange(${e.outputPartitioning.numPartitions})")
+      case other => other.children.flatMap(parts)
+    }
+    val text = s"n=$n;" + parts(plan).mkString(";")
+    val digest = java.security.MessageDigest.getInstance("SHA-256")
+      .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    digest.take(8).map(b => f"${b & 0xff}%02x").mkString
+  }
+
+  /** The job directory an operator directory (`<job>/operators/<fingerprint>`) belongs to. */
+  def jobDirOf(operatorDir: String): String = {
+    val d = operatorDir.stripSuffix("/")
+    val i = d.lastIndexOf("/operators/")
+    if (i < 0) "" else d.substring(0, i)
+  }
 }
 
 class FullWindowCommitRDD(
@@ -68,6 +112,8 @@ class FullWindowCommitRDD(
     fingerprint: String,
     operationName: String,
     operatorDir: String,
+    layout: String,
+    jobDirJson: String,
     recovered: Map[Int, String],
     schema: StructType,
     conf: Broadcast[SerializableConfiguration],
@@ -95,7 +141,7 @@ class FullWindowCommitRDD(
             committedMetric += 1
             acc.add(s"""{"type":"taskFinished","fingerprint":"$fingerprint",""" +
               s""""operator":"${FullWindowRecoveryListener.escape(operationName)}",""" +
-              s""""partition":$index,"path":"${FullWindowRecoveryListener.escape(c.path)}",""" +
+              s""""partition":$index,"layout":"$layout","job":"$jobDirJson","path":"${FullWindowRecoveryListener.escape(c.path)}",""" +
               s""""rows":${c.rows},"bytes":${c.bytes},"checksum":${c.crc}""")
           })
         context.addTaskCompletionListener[Unit](_ => it.discard())

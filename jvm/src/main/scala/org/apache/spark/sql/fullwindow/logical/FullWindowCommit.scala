@@ -8,7 +8,9 @@ import org.apache.spark.sql.catalyst.plans.logical.{LeafNode, LogicalPlan, Stati
  * Recovery (FLIP-383): commits each partition of `child` (a full-window operation) durably under
  * `operatorDir` while passing its rows through. Partitions in `recovered` (partition index ->
  * committed file, already verified by the driver) are read back instead of computed, provided the
- * child still has `recordedPartitions` partitions.
+ * child still has `recordedPartitions` partitions laid out as `recordedLayout` says (the hash of
+ * which shuffle partitions each partition reads: adaptive execution may coalesce a shuffle's
+ * partitions differently from one run to the next, and then partition i holds other keys).
  *
  * Its string form shows only the fingerprint, so that plans above it fingerprint the same whether
  * this run computes or recovers the operation.
@@ -18,6 +20,7 @@ case class FullWindowCommit(
     operationName: String,
     operatorDir: String,
     recordedPartitions: Int,
+    recordedLayout: String,
     recovered: Map[Int, String],
     child: LogicalPlan) extends UnaryNode {
 

@@ -10,14 +10,15 @@ import org.apache.spark.sql.fullwindow.logical.{FullWindowHint, FullWindowPartit
  *  - the query's aggregate (reached through its HAVING filter or projection) is made
  *    per-partition: grouped by the partition key as well, so one row per (key and) partition;
  *  - an ORDER BY over the hinted query becomes a per-partition sort (no range exchange).
- * The marker stays in place until the Sort above it has been rewritten too.
+ * The marker stays in place until analysis ends (see DropUnusedFullWindowHint).
  */
 object ApplyFullWindowHint extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case h @ FullWindowHint(child) if child.resolved && hasPlainAggregate(child) =>
       h.copy(child = perPartition(child))
+    // the marker stays over the sort it made, for recovery (DropUnusedFullWindowHint)
     case s: Sort if s.resolved && s.child.isInstanceOf[FullWindowHint] =>
-      FullWindowSortPartition(s.order, s.child.asInstanceOf[FullWindowHint].child)
+      FullWindowHint(FullWindowSortPartition(s.order, s.child.asInstanceOf[FullWindowHint].child))
   }
 
   private def hasPlainAggregate(plan: LogicalPlan): Boolean = plan match {

@@ -1,0 +1,33 @@
+package org.apache.spark.sql.fullwindow.recovery
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * The recovery state of the jobs whose event stores the Python runtime of this driver has open:
+ * per operator fingerprint, what the earlier runs recorded (partition count, layout, and the
+ * committed output of each finished partition, not yet verified). The Python runtime puts it here
+ * when it opens a job, so that operations defined in the JVM alone (the SQL hint forms) can be
+ * made recoverable too; their events go through the same queue to the same store.
+ */
+object FullWindowRecoveryJobs {
+  final case class Finished(path: String, bytes: Long, crc: Long)
+  final case class Vertex(numPartitions: Int, layout: String, finished: Map[Int, Finished])
+
+  private val jobs = new ConcurrentHashMap[String, ConcurrentHashMap[String, Vertex]]()
+
+  def open(jobDir: String): Unit = jobs.putIfAbsent(jobDir, new ConcurrentHashMap[String, Vertex]())
+
+  def close(jobDir: String): Unit = jobs.remove(jobDir)
+
+  def isOpen(jobDir: String): Boolean = jobs.containsKey(jobDir)
+
+  def put(jobDir: String, fingerprint: String, vertex: Vertex): Unit =
+    Option(jobs.get(jobDir)).foreach(_.put(fingerprint, vertex))
+
+  def vertex(jobDir: String, fingerprint: String): Option[Vertex] =
+    Option(jobs.get(jobDir)).flatMap(m => Option(m.get(fingerprint)))
+
+  def openJobs: Seq[String] = jobs.keys().asScala.toSeq
+}
