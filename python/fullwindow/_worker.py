@@ -7,9 +7,9 @@ batches of the declared schema. Spark's own Arrow <-> Python converters do the v
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import keyword
-import operator
 import queue
 import threading
 from functools import partial
@@ -32,23 +32,51 @@ def partition_id() -> int:
 
 # ---- Arrow -> rows ----------------------------------------------------------------------------
 
+try:
+    # namedtuple's field descriptor: reads the tuple's item directly. property(itemgetter(i))
+    # goes through Row.__getitem__, which is Python code (it also takes names): ten times slower.
+    from collections import _tuplegetter  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - CPython has had it since 3.8
+    def _tuplegetter(index: int, doc: str) -> Any:
+        return property(lambda row: tuple.__getitem__(row, index), doc=doc)
+
+
 def _row_class(fields: list[str]) -> type:
     """A ``Row`` subclass for one schema: real ``pyspark.sql.Row`` instances (``r.name``, ``r[0]``,
-    ``asDict()``, pickling), made with ``tuple.__new__`` and read through per-field properties, so
-    building and reading millions of them stays cheap."""
+    ``asDict()``, pickling), made with ``tuple.__new__`` and read through per-field descriptors
+    (as a namedtuple's), so building and reading millions of them stays cheap."""
     attrs: dict[str, Any] = {"__fields__": list(fields), "__slots__": ()}
     taken = set(dir(Row))
     for i, name in enumerate(fields):
         if name.isidentifier() and not keyword.iskeyword(name) and name not in taken \
                 and name not in attrs:
-            attrs[name] = property(operator.itemgetter(i))
+            attrs[name] = _tuplegetter(i, f"Field {name!r} (index {i})")
     return type("Row", (Row,), attrs)
+
+
+_gc_frozen = False
+
+
+def _freeze_worker_objects() -> None:
+    """Leaves the objects the worker process holds now (pyspark, pyarrow, pandas, ...: some
+    75,000) out of all later cyclic garbage collections, once per process.
+
+    Decoding allocates one GC-tracked ``Row`` per record, so the collector runs often, and every
+    full collection walked all those long-lived objects again: in a stand-alone worker-like run
+    (benchmarks/experiments/python_worker_profile.py) that was over half of the Python CPU time
+    of an aggregate. A full collection first, so nothing that is already garbage is kept."""
+    global _gc_frozen
+    if not _gc_frozen:
+        _gc_frozen = True
+        gc.collect()
+        gc.freeze()
 
 
 class RowDecoder:
     """Decodes Arrow record batches of ``schema`` into lists of ``Row``s."""
 
     def __init__(self, schema: StructType):
+        _freeze_worker_objects()
         from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
 
         self._to_pylist = a2r._to_pylist
@@ -276,7 +304,8 @@ def reduce(func, in_schema, encoder: RowEncoder, depth: int):
 
     def run(batches):
         with _Run(batches, in_schema, depth) as r:
-            new_row = partial(tuple.__new__, r.prefetch._decode.row_class)
+            row_class = r.prefetch._decode.row_class
+            new_row = partial(tuple.__new__, row_class)
 
             def as_row(value):
                 # what func returns is handed back to it as `a`: keep it a Row of the input
@@ -295,7 +324,9 @@ def reduce(func, in_schema, encoder: RowEncoder, depth: int):
             if acc is _MISSING:
                 return
             for row in it:
-                acc = as_row(func(acc, row))
+                acc = func(acc, row)
+                if type(acc) is not row_class:  # one of the two Rows, mostly: nothing to do
+                    acc = as_row(acc)
             yield encoder.encode_one(acc)
     return run
 
