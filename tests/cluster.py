@@ -57,16 +57,20 @@ class StandaloneCluster:
             return 0
 
     def start(self, timeout: float = 90) -> "StandaloneCluster":
-        self.master = self._start("master", "org.apache.spark.deploy.master.Master",
-                                  "--host", "127.0.0.1", "--port", str(self.port),
-                                  "--webui-port", str(self.ui_port))
-        for i in range(self.workers_wanted):
-            self.add_worker(i)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.alive_workers() >= self.workers_wanted:
-                return self
-            time.sleep(1)
+        try:
+            self.master = self._start("master", "org.apache.spark.deploy.master.Master",
+                                      "--host", "127.0.0.1", "--port", str(self.port),
+                                      "--webui-port", str(self.ui_port))
+            for i in range(self.workers_wanted):
+                self.add_worker(i)
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                if self.alive_workers() >= self.workers_wanted:
+                    return self
+                time.sleep(1)
+        except BaseException:
+            self.stop()
+            raise
         self.stop()
         raise RuntimeError(f"standalone cluster did not come up; logs in {self.logdir}")
 
@@ -91,21 +95,49 @@ class StandaloneCluster:
                 pass
         return mine
 
+    @staticmethod
+    def executor_id(pid: int) -> str | None:
+        """The executor id (``--executor-id``) of the executor JVM ``pid``, or None."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            return None
+        if "--executor-id" in args:
+            i = args.index("--executor-id")
+            if i + 1 < len(args):
+                return args[i + 1]
+        return None
+
     def stop(self) -> None:
+        """Stops every process of the cluster: master, workers and the executors (with their
+        Python workers) the workers launched, by process group, escalating to SIGKILL. Safe to
+        call more than once and after any of the processes died or were killed."""
         import signal
 
-        for p in [*self.workers, self.master]:
-            if p is not None and p.poll() is None:
+        procs = [p for p in [*self.workers, self.master] if p is not None]
+        for p in procs:
+            if p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
+                except (ProcessLookupError, PermissionError):
                     pass
-        for p in [*self.workers, self.master]:
-            if p is not None:
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
+        deadline = time.time() + 20
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in procs:
+            # the group too: executors (and their Python workers) live in their worker's group
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         for pid in self.executor_pids():
             try:
                 os.kill(pid, signal.SIGKILL)
