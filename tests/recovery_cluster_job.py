@@ -10,12 +10,16 @@ MARKS                  a directory where each run of the user function leaves ma
 RUN                    a name for this run, part of each marker's name
 SLOW                   seconds the user function sleeps in each partition (time to kill things)
 PARTS, ROWS            the number of partitions, and of rows in each
+JAR                    (optional) the fullwindow jar to use instead of the package's: the test
+                       passes a copy taken when it starts, so that every JVM of every run loads the
+                       same classes even if the package's jar is rebuilt meanwhile
 
 The job: range(0, PARTS * ROWS) in PARTS partitions, then one non-keyed full-window mapPartition
 that gives every row its partition's row count, sum and the row's position in the partition, then a
-parquet write (all in one stage). The user function runs on the executors, which do not inherit this
-process's environment: MARKS, RUN and SLOW reach it through spark.executorEnv.*, so that they are not
-part of the pickled function (the operation's recovery fingerprint stays the same across runs).
+parquet write (all in one stage). The user function runs on the executors, which do not inherit
+this process's environment: MARKS, RUN and SLOW reach it through spark.executorEnv.*, so that they
+are not part of the pickled function (the operation's recovery fingerprint stays the same across
+runs).
 
 Markers, one file each (empty): ``S-<partition>-<run>-<attempt>-<taskAttemptId>-<executor JVM pid>``
 when the function starts on a partition, ``E-<same>`` when it has produced the partition's rows.
@@ -75,15 +79,19 @@ def main():
             # short-lived JVMs on a small shared machine: the C1 compiler only, less CPU at start
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
             "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-            "spark.executorEnv.MARKS": os.environ["MARKS"], "spark.executorEnv.RUN": os.environ["RUN"],
+            "spark.executorEnv.MARKS": os.environ["MARKS"],
+            "spark.executorEnv.RUN": os.environ["RUN"],
             "spark.executorEnv.SLOW": os.environ.get("SLOW", "0"),
             "spark.executorEnv.ROWS": str(rows)}
+    if os.environ.get("JAR"):
+        conf["spark.jars"] = os.environ["JAR"]
     if os.environ.get("RECOVERY_DIR"):
         conf.update({"spark.fullwindow.recovery.enabled": "true",
                      "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
                      "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
                      "spark.fullwindow.eventStore.flushInterval": "200ms"})
-    spark = fullwindow.session(master=os.environ["MASTER"], conf=conf, app_name="recovery-cluster-job")
+    spark = fullwindow.session(master=os.environ["MASTER"], conf=conf,
+                               app_name="recovery-cluster-job")
     spark.sparkContext.setLogLevel("WARN")
     sc = spark.sparkContext
     # the test reads the driver's REST API (executors, stages) through this

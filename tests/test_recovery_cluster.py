@@ -6,11 +6,13 @@ Spark runs that partition again elsewhere and the job goes on. After that partit
 and at least one other partition have been committed, but not all, the driver is killed (its whole
 process group). The same program started again with the same job id on the same cluster finishes;
 its output equals the expected result; the partitions committed before the driver died did not run
-again; the partition lost with the executor was committed exactly once, by its successful attempt."""
+again; the partition lost with the executor was committed exactly once, by its successful
+attempt."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import threading
 import time
 import urllib.request
 import warnings
+import zipfile
 from collections import Counter
 
 import pytest
@@ -61,6 +64,23 @@ class Driver:
         self.marks = os.path.join(self.base, "marks")
         os.makedirs(self.marks, exist_ok=True)
         self.procs: list[subprocess.Popen] = []
+        # one copy of the jar for every JVM of every run: executors fetch spark.jars from the
+        # driver when they start, and one launched after a rebuild of the package's jar would
+        # otherwise load classes that do not match the driver's
+        from fullwindow._jvm import jar_path
+
+        self.jar = os.path.join(self.base, "fullwindow.jar")
+        for _ in range(10):  # not a half-written one
+            shutil.copyfile(jar_path(), self.jar)
+            try:
+                with zipfile.ZipFile(self.jar) as z:
+                    if z.testzip() is None:
+                        break
+            except zipfile.BadZipFile:
+                pass
+            time.sleep(2)
+        else:
+            pytest.fail(f"no intact copy of {jar_path()}")
 
     def log_path(self, run: str) -> str:
         return os.path.join(self.base, f"driver-{run}.log")
@@ -72,7 +92,8 @@ class Driver:
     def start(self, run: str, slow: float) -> subprocess.Popen:
         env = dict(os.environ)
         env.update(MASTER=self.cluster.url, RECOVERY_DIR=self.dir, JOB_ID=self.job_id, OUT=self.out,
-                   MARKS=self.marks, RUN=run, SLOW=str(slow), PARTS=str(N), ROWS=str(ROWS),
+                   MARKS=self.marks, JAR=self.jar, RUN=run, SLOW=str(slow), PARTS=str(N),
+                   ROWS=str(ROWS),
                    PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
                                                env.get("PYTHONPATH", "")]))
         log = open(self.log_path(run), "w")
@@ -106,8 +127,9 @@ class Driver:
         for name in os.listdir(self.marks):
             k, part, r, attempt, tid, pid = name.split("-")
             if k == kind and r == run:
+                mtime = os.stat(os.path.join(self.marks, name)).st_mtime
                 out.append({"partition": int(part), "attempt": int(attempt), "tid": int(tid),
-                            "pid": int(pid), "mtime": os.stat(os.path.join(self.marks, name)).st_mtime})
+                            "pid": int(pid), "mtime": mtime})
         return out
 
     def ui(self, run: str) -> tuple[str, str] | None:
@@ -230,7 +252,8 @@ def test_executor_and_driver_killed_on_a_standalone_cluster(tmp_path, cluster):
             return (view.removed(lost_exec) is not None and view.failed_tasks() >= 1
                     and lost in done and 2 <= len(done) < N)
 
-        wait_for(p1, "the lost partition to be committed again", ready_to_kill_the_driver, 120, log1)
+        wait_for(p1, "the lost partition to be committed again", ready_to_kill_the_driver, 120,
+                 log1)
         done_before = {e["partition"] for e in d.finished()}
         d.kill(p1)
         view.halt.set()
@@ -244,7 +267,8 @@ def test_executor_and_driver_killed_on_a_standalone_cluster(tmp_path, cluster):
         assert view.removed(lost_exec).get("removeReason"), view.executors
         log = d.log("r1")
         assert f"Lost executor {lost_exec} " in log, log_tail(log1)
-        assert f"Lost task {lost}.0 in stage" in log and "ExecutorLostFailure" in log, log_tail(log1)
+        assert f"Lost task {lost}.0 in stage" in log, log_tail(log1)
+        assert "ExecutorLostFailure" in log, log_tail(log1)
         # the lost partition's commit came from a later attempt on another executor
         [lost_event] = [e for e in events if e["partition"] == lost]
         assert lost_event["attempt"] >= 1 and lost_event["executor"] != lost_exec, lost_event
