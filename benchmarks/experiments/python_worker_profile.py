@@ -48,7 +48,7 @@ def batches(buf: bytes):
     return iter(pa.ipc.open_stream(pa.BufferReader(buf)))
 
 
-def runners():
+def runners(_worker=_worker):
     agg_out = StructType([StructField("s", DoubleType()), StructField("n", LongType())])
     map_out = StructType([StructField("k", LongType()), StructField("x2", DoubleType())])
     return {
@@ -58,15 +58,17 @@ def runners():
                                  _worker.RowEncoder("reduce", SCHEMA, False, 10_000), 2),
         "map": _worker.map_partition(_rows_fn, SCHEMA,
                                      _worker.RowEncoder("mapPartition", map_out, False, 10_000), 2),
-        "decode": _decode_only,
+        "decode": _decode_only(_worker),
     }
 
 
-def _decode_only(source):
-    dec = _worker.RowDecoder(SCHEMA)
-    for b in source:
-        dec(b)
-    return iter(())
+def _decode_only(worker):
+    def run(source):
+        dec = worker.RowDecoder(SCHEMA)
+        for b in source:
+            dec(b)
+        return iter(())
+    return run
 
 
 def run_once(runner, buf) -> tuple[float, float]:
@@ -76,46 +78,72 @@ def run_once(runner, buf) -> tuple[float, float]:
     return time.process_time() - c, time.perf_counter() - t
 
 
+def _load_worker(path: str):
+    """A ``_worker`` module from a file (e.g. ``git show 7268be7:python/fullwindow/_worker.py``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fullwindow._worker_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _set_gc(mode: str, workers) -> None:
+    for w in workers:  # the worker tunes the collector on its first decoder: not here
+        w._gc_tuned = True
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    if mode in ("frozen", "tuned"):
+        gc.collect()
+        gc.freeze()
+    if mode == "tuned":
+        gc.set_threshold(20_000, 10, 10)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=375_000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--op", default="decode,aggregate,reduce,map")
-    p.add_argument("--gc", default="default,frozen")
+    p.add_argument("--gc", default="default,frozen,tuned",
+                   help="default: CPython's (700, 10, 10), nothing frozen; frozen: gc.freeze() "
+                        "first; tuned: frozen and (20000, 10, 10), as fullwindow's worker does")
+    p.add_argument("--worker", action="append", default=[],
+                   help="also measure the _worker module in this file (repeatable)")
     p.add_argument("--profile", default=None, help="cProfile one run of this op instead")
     args = p.parse_args()
     buf = make_stream(args.rows, 10_000)
-    rs = runners()
+    workers = {"current": _worker, **{path: _load_worker(path) for path in args.worker}}
+    rs = {name: runners(w) for name, w in workers.items()}
     if args.profile:
         import cProfile
         import pstats
 
-        if "frozen" not in args.gc.split(","):
-            _worker._gc_frozen = True
-        run_once(rs[args.profile], buf)
+        _set_gc(args.gc.split(",")[-1], workers.values())
+        run_once(rs["current"][args.profile], buf)
         pr = cProfile.Profile()
         pr.enable()
-        run_once(rs[args.profile], buf)
+        run_once(rs["current"][args.profile], buf)
         pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(18)
         return
-    print(f"{len(gc.get_objects()):,} GC-tracked objects after imports; {args.rows:,} rows")
-    for mode in args.gc.split(","):
-        # fullwindow freezes once per process on its first decoder: mark it done to measure
-        # without (a worker as it was before the freeze)
-        _worker._gc_frozen = True
-        if mode == "frozen":
-            gc.collect()
-            gc.freeze()
-        else:
-            gc.unfreeze()
-        for op in args.op.split(","):
-            run_once(rs[op], buf)
-            res = [run_once(rs[op], buf) for _ in range(args.rounds)]
-            cpu = statistics.median(r[0] for r in res)
-            wall = statistics.median(r[1] for r in res)
-            print(f"{mode:8s} {op:10s} CPU {cpu * 1000:7.1f} ms  wall {wall * 1000:7.1f} ms  "
-                  f"({cpu / args.rows * 1e9:6.0f} ns/row)")
+    print(f"{len(gc.get_objects()):,} GC-tracked objects after imports; {args.rows:,} rows in "
+          f"10,000-row batches; process CPU per run, min and median of {args.rounds} rounds "
+          f"(variants interleaved)")
+    variants = [(w, mode, op) for w in workers for mode in args.gc.split(",")
+                for op in args.op.split(",")]
+    res: dict = {v: [] for v in variants}
+    for r in range(args.rounds + 1):
+        for v in variants:
+            w, mode, op = v
+            _set_gc(mode, workers.values())
+            cpu, _ = run_once(rs[w][op], buf)
+            if r > 0:
+                res[v].append(cpu)
+    for (w, mode, op), cpus in res.items():
+        med = statistics.median(cpus)
+        print(f"{w:12.12s} {mode:8s} {op:10s} CPU min {min(cpus) * 1000:6.1f} ms  "
+              f"median {med * 1000:6.1f} ms  ({med / args.rows * 1e9:5.0f} ns/row)")
 
 
 if __name__ == "__main__":

@@ -54,29 +54,41 @@ def _row_class(fields: list[str]) -> type:
     return type("Row", (Row,), attrs)
 
 
-_gc_frozen = False
+_gc_tuned = False
+_GC_YOUNG_THRESHOLD = 20_000
 
 
-def _freeze_worker_objects() -> None:
-    """Leaves the objects the worker process holds now (pyspark, pyarrow, pandas, ...: some
-    75,000) out of all later cyclic garbage collections, once per process.
+def _tune_worker_gc() -> None:
+    """Sets the worker process's cyclic garbage collector up for decoding, once per process.
 
-    Decoding allocates one GC-tracked ``Row`` per record, so the collector runs often, and every
-    full collection walked all those long-lived objects again: in a stand-alone worker-like run
-    (benchmarks/experiments/python_worker_profile.py) that was over half of the Python CPU time
-    of an aggregate. A full collection first, so nothing that is already garbage is kept."""
-    global _gc_frozen
-    if not _gc_frozen:
-        _gc_frozen = True
-        gc.collect()
-        gc.freeze()
+    Decoding allocates one GC-tracked ``Row`` per record (a tuple subclass: CPython never
+    untracks those), so with the default thresholds (700, 10, 10) the collector runs every 700
+    records, and each full collection walked every long-lived object of the worker again
+    (pyspark, pyarrow, pandas: some 75,000). So, measured with
+    benchmarks/experiments/python_worker_profile.py (see benchmarks/notes/partition.md):
+
+    - the objects alive now are left out of all later collections (``gc.freeze()``, after a
+      full collection so that nothing already garbage is kept): over a third of an
+      aggregate's Python CPU time;
+    - young collections run every 20,000 allocations (twice the default Arrow batch) instead
+      of 700, unless set higher already: another 10-20%. Cyclic garbage still gets collected,
+      a little later."""
+    global _gc_tuned
+    if _gc_tuned:
+        return
+    _gc_tuned = True
+    gc.collect()
+    gc.freeze()
+    young, *older = gc.get_threshold()
+    if 0 < young < _GC_YOUNG_THRESHOLD:
+        gc.set_threshold(_GC_YOUNG_THRESHOLD, *older)
 
 
 class RowDecoder:
     """Decodes Arrow record batches of ``schema`` into lists of ``Row``s."""
 
     def __init__(self, schema: StructType):
-        _freeze_worker_objects()
+        _tune_worker_gc()
         from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
 
         self._to_pylist = a2r._to_pylist
@@ -92,7 +104,9 @@ class RowDecoder:
             columns.append(values if conv is None else [conv(v) for v in values])
         if not columns:
             return [self._new(())] * batch.num_rows
-        return list(map(self._new, zip(*columns)))
+        # tuple.__new__(row_class, values) per record, with no partial() in between
+        return list(map(tuple.__new__, itertools.repeat(self.row_class, batch.num_rows),
+                        zip(*columns)))
 
 
 class _Failure:
