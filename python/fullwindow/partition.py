@@ -62,8 +62,130 @@ class PartitionWindowedDataFrame:
         out = out.drop(*keys.hidden) if keys.hidden else out
         return _recoverable(out, "sortPartition", key if callable(key) else None)
 
+    @jvm_errors("mapPartition")
+    def mapPartition(self, func: Callable[[Iterator[Row]], Iterable[Any]],
+                     schema: Union[StructType, str]) -> DataFrame:
+        """Calls ``func`` once per partition with an iterator over all its records (``Row``s)
+        and returns what it yields (tuples, Rows or dicts of ``schema``). Records reach ``func``
+        while the partition is still being read, through a bounded queue, so memory stays
+        bounded however large the partition.
 
-# ---- the Python-function operations -------------------------------------------------------------
+        >>> def top3(rows):
+        ...     return sorted(((r.k, r.v) for r in rows), key=lambda t: -t[1])[:3]
+        >>> df.fullWindowPartition().mapPartition(top3, "k long, v long").show()
+        """
+        from fullwindow import _worker
+
+        _require_callable("mapPartition", "func", func, "a function taking an iterator of Rows")
+        out = _parse_schema("mapPartition", schema)
+        in_schema = self._df.schema
+        return _python_partition(
+            self._df, "mapPartition", out,
+            lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH), func)
+
+    @jvm_errors("mapPartitionInArrow")
+    def mapPartitionInArrow(self, func, schema) -> DataFrame:
+        """Like :meth:`mapPartition` with ``Iterator[pyarrow.RecordBatch]`` in and out: ``func``
+        is called once per partition and may yield any number of batches of ``schema``.
+
+        >>> def double(batches):
+        ...     for b in batches:
+        ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
+        >>> df.fullWindowPartition().mapPartitionInArrow(double, "v2 long").show()
+        """
+        from fullwindow import _worker
+
+        _require_callable("mapPartitionInArrow", "func", func,
+                          "a function taking an iterator of pyarrow.RecordBatch")
+        out = _parse_schema("mapPartitionInArrow", schema)
+        return _python_partition(
+            self._df, "mapPartitionInArrow", out,
+            lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH), func)
+
+    @jvm_errors("aggregate")
+    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+        """Aggregates each partition into one row (partitions without records give none); no
+        exchange.
+
+        With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code:
+
+        >>> df.fullWindowPartition().aggregate(F.sum("v"), F.count("*").alias("n")).show()
+
+        With a Python :class:`AggregateFunction` and the schema of its result:
+
+        >>> df.fullWindowPartition().aggregate(Mean(), "mean double").show()
+        """
+        from pyspark.sql import Column
+
+        from fullwindow import _worker
+
+        if not args:
+            raise FullWindowTypeError("aggregate: give aggregate Columns, or an AggregateFunction "
+                                      "and a schema")
+        first = args[0]
+        if isinstance(first, Column) or (isinstance(first, str) and schema is None
+                                         and len(args) != 2):
+            columns = []
+            for i, c in enumerate(args):
+                if not isinstance(c, Column):
+                    raise FullWindowTypeError(
+                        f"aggregate: argument #{i} must be an aggregate Column such as F.sum('v'); "
+                        f"got {type(c).__name__} {c!r}")
+                columns.append(c)
+            df = self._df
+            spark = df.sparkSession
+            jdf = facade(df).aggregate(df._jdf, to_java_columns(spark, columns))
+            return _recoverable(DataFrame(jdf, spark), "aggregate")
+        if len(args) == 2 and schema is None:
+            first, schema = args
+        elif len(args) != 1:
+            raise FullWindowTypeError(
+                "aggregate(func, schema) takes one AggregateFunction and a schema")
+        _require_methods("aggregate", "func", first, ("create_accumulator", "add", "get_result"),
+                         "an AggregateFunction (create_accumulator, add, get_result, merge) or "
+                         "aggregate Columns")
+        out = _parse_schema("aggregate", schema)
+        in_schema = self._df.schema
+        return _python_partition(
+            self._df, "aggregate", out,
+            lambda enc: _worker.aggregate(first, in_schema, enc, _PREFETCH_DEPTH), first)
+
+    @jvm_errors("reduce")
+    def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:
+        """Combines the records of each partition pairwise with ``func(a, b) -> Row or tuple``:
+        one row of the input schema per non-empty partition.
+
+        >>> df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
+        """
+        from fullwindow import _worker
+
+        _require_callable("reduce", "func", func, "a function (a: Row, b: Row) -> Row")
+        in_schema = self._df.schema
+        return _python_partition(
+            self._df, "reduce", in_schema,
+            lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH), func)
+
+    @jvm_errors("process")
+    def process(self, func, schema) -> DataFrame:
+        """Calls a :class:`ProcessWindowFunction` on each non-empty partition's window:
+        ``open(ctx)``, ``process(None, ctx, rows)``, timers at end of input, ``close()``.
+
+        >>> df.fullWindowPartition().process(Summary(), "pid int, n long, why string").show()
+        """
+        from fullwindow import _worker
+
+        _require_methods("process", "func", func, ("process",),
+                         "a ProcessWindowFunction (with process(key, ctx, rows))")
+        out = _parse_schema("process", schema)
+        policy = _time_policy(self._df.sparkSession)
+        in_schema = self._df.schema
+        return _python_partition(
+            self._df, "process", out,
+            lambda enc: _worker.process(func, in_schema, enc, _PREFETCH_DEPTH, policy),
+            func, policy)
+
+
+# ---- helpers of the Python-function operations (keyed.py uses them too) -------------------------
 
 def _parse_schema(operation: str, schema: Any) -> "StructType":
     from pyspark.sql.types import StructType, _parse_datatype_string
@@ -157,130 +279,3 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
 
 
 _PREFETCH_DEPTH = 2
-
-
-def _mapPartition(self: PartitionWindowedDataFrame, func: Callable[[Iterator[Row]], Iterable[Any]],
-                  schema: Union[StructType, str]) -> DataFrame:
-    """Calls ``func`` once per partition with an iterator over all its records (``Row``s) and
-    returns what it yields (tuples, Rows or dicts of ``schema``). Records reach ``func`` while
-    the partition is still being read, through a bounded queue, so memory stays bounded however
-    large the partition.
-
-    >>> def top3(rows):
-    ...     return sorted(((r.k, r.v) for r in rows), key=lambda t: -t[1])[:3]
-    >>> df.fullWindowPartition().mapPartition(top3, "k long, v long").show()
-    """
-    from fullwindow import _worker
-
-    _require_callable("mapPartition", "func", func, "a function taking an iterator of Rows")
-    out = _parse_schema("mapPartition", schema)
-    in_schema = self._df.schema
-    return _python_partition(self._df, "mapPartition", out,
-                             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH),
-                             func)
-
-
-def _mapPartitionInArrow(self: PartitionWindowedDataFrame, func, schema) -> DataFrame:
-    """Like :meth:`mapPartition` with ``Iterator[pyarrow.RecordBatch]`` in and out: ``func`` is
-    called once per partition and may yield any number of batches of ``schema``.
-
-    >>> def double(batches):
-    ...     for b in batches:
-    ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
-    >>> df.fullWindowPartition().mapPartitionInArrow(double, "v2 long").show()
-    """
-    from fullwindow import _worker
-
-    _require_callable("mapPartitionInArrow", "func", func,
-                      "a function taking an iterator of pyarrow.RecordBatch")
-    out = _parse_schema("mapPartitionInArrow", schema)
-    return _python_partition(self._df, "mapPartitionInArrow", out,
-                             lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH),
-                             func)
-
-
-@jvm_errors("aggregate")
-def _aggregate(self: PartitionWindowedDataFrame, *args: Any, schema=None) -> DataFrame:
-    """Aggregates each partition into one row (partitions without records give none); no
-    exchange.
-
-    With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code:
-
-    >>> df.fullWindowPartition().aggregate(F.sum("v"), F.count("*").alias("n")).show()
-
-    With a Python :class:`AggregateFunction` and the schema of its result:
-
-    >>> df.fullWindowPartition().aggregate(Mean(), "mean double").show()
-    """
-    from pyspark.sql import Column
-
-    from fullwindow import _worker
-
-    if not args:
-        raise FullWindowTypeError("aggregate: give aggregate Columns, or an AggregateFunction "
-                                  "and a schema")
-    first = args[0]
-    if isinstance(first, Column) or (isinstance(first, str) and schema is None and len(args) != 2):
-        columns = []
-        for i, c in enumerate(args):
-            if not isinstance(c, Column):
-                raise FullWindowTypeError(
-                    f"aggregate: argument #{i} must be an aggregate Column such as F.sum('v'); "
-                    f"got {type(c).__name__} {c!r}")
-            columns.append(c)
-        df = self._df
-        spark = df.sparkSession
-        jdf = facade(df).aggregate(df._jdf, to_java_columns(spark, columns))
-        return _recoverable(DataFrame(jdf, spark), "aggregate")
-    if len(args) == 2 and schema is None:
-        first, schema = args
-    elif len(args) != 1:
-        raise FullWindowTypeError("aggregate(func, schema) takes one AggregateFunction and a schema")
-    _require_methods("aggregate", "func", first, ("create_accumulator", "add", "get_result"),
-                     "an AggregateFunction (create_accumulator, add, get_result, merge) or "
-                     "aggregate Columns")
-    out = _parse_schema("aggregate", schema)
-    in_schema = self._df.schema
-    return _python_partition(self._df, "aggregate", out,
-                             lambda enc: _worker.aggregate(first, in_schema, enc, _PREFETCH_DEPTH),
-                             first)
-
-
-def _reduce(self: PartitionWindowedDataFrame, func: Callable[[Row, Row], Any]) -> DataFrame:
-    """Combines the records of each partition pairwise with ``func(a, b) -> Row or tuple``:
-    one row of the input schema per non-empty partition.
-
-    >>> df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
-    """
-    from fullwindow import _worker
-
-    _require_callable("reduce", "func", func, "a function (a: Row, b: Row) -> Row")
-    in_schema = self._df.schema
-    return _python_partition(self._df, "reduce", in_schema,
-                             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH),
-                             func)
-
-
-def _process(self: PartitionWindowedDataFrame, func, schema) -> DataFrame:
-    """Calls a :class:`ProcessWindowFunction` on each non-empty partition's window:
-    ``open(ctx)``, ``process(None, ctx, rows)``, timers at end of input, ``close()``.
-
-    >>> df.fullWindowPartition().process(Summary(), "pid int, n long, why string").show()
-    """
-    from fullwindow import _worker
-
-    _require_methods("process", "func", func, ("process",),
-                     "a ProcessWindowFunction (with process(key, ctx, rows))")
-    out = _parse_schema("process", schema)
-    policy = _time_policy(self._df.sparkSession)
-    in_schema = self._df.schema
-    return _python_partition(self._df, "process", out,
-                             lambda enc: _worker.process(func, in_schema, enc, _PREFETCH_DEPTH, policy),
-                             func, policy)
-
-
-PartitionWindowedDataFrame.mapPartition = jvm_errors("mapPartition")(_mapPartition)
-PartitionWindowedDataFrame.mapPartitionInArrow = jvm_errors("mapPartitionInArrow")(_mapPartitionInArrow)
-PartitionWindowedDataFrame.aggregate = _aggregate
-PartitionWindowedDataFrame.reduce = jvm_errors("reduce")(_reduce)
-PartitionWindowedDataFrame.process = jvm_errors("process")(_process)
