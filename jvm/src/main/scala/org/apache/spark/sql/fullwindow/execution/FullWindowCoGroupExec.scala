@@ -57,8 +57,7 @@ case class FullWindowCoGroupExec(
         right.output.zipWithIndex.map { case (a, i) => StructField(s"__right$i", a.dataType) }))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val factory = PythonArrowIter.evaluatorFactory(func, output, mergedSchema, conf, pythonMetrics,
-      jobArtifactUUID)
+    val python = PythonArrowEval(func, output, mergedSchema, conf, pythonMetrics, jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     val leftOut = left.output
@@ -75,7 +74,7 @@ case class FullWindowCoGroupExec(
         UnsafeProjection.create((Literal(1) +: rKeys) ++ nullsFor(leftOut) ++ rightOut, rightOut),
         RowOrdering.createNaturalAscendingOrdering(lKeys.map(_.dataType)),
         () => rowsIn += 1)
-      factory.createEvaluator().eval(TaskContext.getPartitionId(), merged).map { row =>
+      python.eval(TaskContext.getPartitionId(), merged).map { row =>
         rowsOut += 1; row
       }
     }

@@ -45,13 +45,12 @@ case class FullWindowKeyedPythonExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val factory = PythonArrowIter.evaluatorFactory(func, output, child.schema, conf, pythonMetrics,
-      jobArtifactUUID)
+    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
       val counted = rows.map { r => rowsIn += 1; r }
-      factory.createEvaluator().eval(index, counted).map { r => rowsOut += 1; r }
+      python.eval(index, counted).map { r => rowsOut += 1; r }
     }
   }
 

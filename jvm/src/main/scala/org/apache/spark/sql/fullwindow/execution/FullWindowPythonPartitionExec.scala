@@ -6,7 +6,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -34,13 +34,12 @@ case class FullWindowPythonPartitionExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val factory = PythonArrowIter.evaluatorFactory(func, output, child.schema, conf,
-      pythonMetrics, jobArtifactUUID)
+    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
       val counted = rows.map { r => rowsIn += 1; r }
-      factory.createEvaluator().eval(index, counted).map { r => rowsOut += 1; r }
+      python.eval(index, counted).map { r => rowsOut += 1; r }
     }
   }
 
@@ -48,18 +47,48 @@ case class FullWindowPythonPartitionExec(
     copy(child = newChild)
 }
 
-/** Builds Spark's Arrow Python evaluation for fullwindow's Python execs. */
-object PythonArrowIter {
-  /** Spark's mapInArrow evaluator for one SQL_MAP_ARROW_ITER_UDF over rows of `inputSchema`. */
-  def evaluatorFactory(
+/**
+ * Spark's Arrow Python evaluation (the mapInArrow runner: input rows wrapped in one struct
+ * column) for one SQL_MAP_ARROW_ITER_UDF over rows of `inputSchema`, shared by fullwindow's
+ * Python execs. Create it on the driver; call [[eval]] in each task.
+ *
+ * Spark's Arrow input writer measures the batch being built after every row whenever
+ * `spark.sql.execution.arrow.maxBytesPerBatch` is below Int.MaxValue, and on a struct column
+ * that measurement walks the struct's child vectors each time: a quarter of the task CPU of a
+ * keyed mapPartitionInArrow over three long/double columns (JFR, benchmarks/notes/keyed.md).
+ * When every input column has a fixed width, a batch of `maxRecordsPerBatch` rows has a known
+ * upper size; when that is under the byte limit, the measurement can never end a batch, so the
+ * runner is built with it off. Batches are then exactly what they would have been.
+ */
+final class PythonArrowEval private (
+    factory: MapInBatchEvaluatorFactory,
+    val byteCheckSkipped: Boolean) extends Serializable {
+
+  def eval(partitionIndex: Int, rows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val evaluator = factory.createEvaluator()
+    if (!byteCheckSkipped) {
+      evaluator.eval(partitionIndex, rows)
+    } else {
+      // The runner reads the limit from SQLConf.get when it is constructed, inside eval.
+      val taskConf = new SQLConf
+      SQLConf.get.getAllConfs.foreach { case (k, v) => taskConf.setConfString(k, v) }
+      taskConf.setConfString(SQLConf.ARROW_EXECUTION_MAX_BYTES_PER_BATCH.key,
+        Int.MaxValue.toString)
+      SQLConf.withExistingConf(taskConf)(evaluator.eval(partitionIndex, rows))
+    }
+  }
+}
+
+object PythonArrowEval {
+  def apply(
       func: Expression,
       output: Seq[Attribute],
       inputSchema: StructType,
       conf: SQLConf,
       pythonMetrics: Map[String, SQLMetric],
-      jobArtifactUUID: Option[String]): MapInBatchEvaluatorFactory = {
+      jobArtifactUUID: Option[String]): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
-    new MapInBatchEvaluatorFactory(
+    val factory = new MapInBatchEvaluatorFactory(
       output,
       Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
       inputSchema,
@@ -72,5 +101,33 @@ object PythonArrowIter {
       pythonMetrics,
       jobArtifactUUID,
       None)
+    new PythonArrowEval(factory,
+      byteLimitUnreachable(inputSchema, conf.arrowMaxRecordsPerBatch, conf.arrowMaxBytesPerBatch))
+  }
+
+  /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */
+  private def fixedWidth(dt: DataType): Option[Long] = dt match {
+    case BooleanType | ByteType | NullType => Some(1L)
+    case ShortType => Some(2L)
+    case IntegerType | FloatType | DateType | _: YearMonthIntervalType => Some(4L)
+    case LongType | DoubleType | TimestampType | TimestampNTZType | _: DayTimeIntervalType =>
+      Some(8L)
+    case _: DecimalType => Some(16L)   // Arrow's decimal128, whatever the precision
+    case _ => None
+  }
+
+  /**
+   * Whether a batch of `maxRecords` rows of `schema`, wrapped in one struct column, is always
+   * smaller than `maxBytes`: every field fixed-width, counting one validity byte per field per
+   * row plus the struct's, and 128 bytes of buffer padding per vector.
+   */
+  def byteLimitUnreachable(schema: StructType, maxRecords: Int, maxBytes: Long): Boolean = {
+    if (maxBytes >= Int.MaxValue) return false      // no measurement to skip
+    if (maxRecords <= 0) return false               // batches unbounded in rows
+    val widths = schema.fields.map(f => fixedWidth(f.dataType))
+    if (widths.exists(_.isEmpty)) return false
+    val perRow = widths.map(_.get).sum + schema.length + 1
+    val padding = 128L * 2 * (schema.length + 1)
+    BigInt(maxRecords) * perRow + padding < BigInt(maxBytes)
   }
 }
