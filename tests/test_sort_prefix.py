@@ -342,6 +342,16 @@ def test_packing_can_be_switched_off(spark, data):
         spark.conf.unset(PACKED_KEY)
 
 
+def test_bad_packing_switch_value_names_the_key(spark, data):
+    spark.conf.set(PACKED_KEY, "maybe")
+    try:
+        with pytest.raises(Exception, match=r"spark\.fullwindow\.sort\.packedPrefix is 'maybe'; "
+                                            r"expected one of: true, false"):
+            data.fullWindowPartition().sortPartition([("i", "asc"), ("l", "desc")]).collect()
+    finally:
+        spark.conf.unset(PACKED_KEY)
+
+
 def test_keyed_sort_partition_with_integral_key(spark, data):
     out = data.keyBy("y").fullWindowPartition().sortPartition([("l", Order.DESCENDING),
                                                               ("id", Order.ASCENDING)])

@@ -46,7 +46,7 @@ import org.apache.spark.util.collection.unsafe.sort.PrefixComparators.RadixSortS
  */
 object PackedSortPrefix {
 
-  /** Internal switch (default true) to fall back to Spark's one-key prefix, for comparisons. */
+  /** Switch (default true) back to Spark's one-key prefix, for comparisons (README). */
   val EnabledKey = "spark.fullwindow.sort.packedPrefix"
 
   /** Packed prefixes compare as unsigned 64-bit integers, ascending. */
@@ -54,8 +54,15 @@ object PackedSortPrefix {
 
   /** Whether a sort by these (bound or unbound) keys uses a packed prefix. */
   def applies(order: Seq[SortOrder], conf: SQLConf): Boolean =
-    order.size >= 2 && isIntegral(order.head) &&
-      conf.getConfString(EnabledKey, "true").trim.toBoolean
+    order.size >= 2 && isIntegral(order.head) && enabled(conf)
+
+  private def enabled(conf: SQLConf): Boolean =
+    conf.getConfString(EnabledKey, "true").trim.toLowerCase(java.util.Locale.ROOT) match {
+      case "true" => true
+      case "false" => false
+      case other => throw org.apache.spark.sql.fullwindow.FullWindowErrors.badConf(
+        EnabledKey, other, "true, false")
+    }
 
   /** Keys whose Spark prefix is the exact value as a signed long. */
   private[execution] def isIntegral(o: SortOrder): Boolean = {
