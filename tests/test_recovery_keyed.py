@@ -277,6 +277,18 @@ def test_sql_hint_forms_are_committed_and_recovered(tmp_path):
     assert [line for line in r2.stdout.splitlines() if line.startswith(("SORTED", "AGG"))] == out1
     assert "SORTED [True, True, True]" in out1
 
+    # a lost output of the hinted sort: that partition alone is computed again
+    sort_fp = next(e["fingerprint"] for e in events if e["operator"] == "sql sortPartition")
+    lost = [e for e in events if e["type"] == "taskFinished" and e["fingerprint"] == sort_fp][0]
+    os.remove(lost["path"])
+    r3 = run_python(SQL_JOB, env={"FW_DIR": d})
+    assert r3.returncode == 0 and "SQL DONE" in r3.stdout, r3.stderr[-3000:]
+    assert [line for line in r3.stdout.splitlines() if line.startswith(("SORTED", "AGG"))] == out1
+    after = job_events(d, "sql")[len(events):]
+    assert [e["partitions"] for e in after if e["type"] == "vertexReset"] == [[lost["partition"]]]
+    assert [e["recovered"] for e in after if e["type"] == "vertexInitialized"] == [2]
+    assert [e["partition"] for e in after if e["type"] == "taskFinished"] == [lost["partition"]]
+
 
 # ---- every keyed form, in this process: committed, then read back whole -------------------------
 
@@ -345,6 +357,18 @@ def _keyed_forms(spark):
     }
 
 
+def _running_reduce(spark):
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.fullwindow.runtimeMode", "STREAMING")
+    try:
+        df = spark.range(0, 60, numPartitions=3).select((F.col("id") % 4).alias("k"),
+                                                       (F.col("id") * 5 % 11).alias("v"))
+        return df.keyBy("k").reduce(_bigger)  # one running row per input record
+    finally:
+        spark.conf.unset("spark.fullwindow.runtimeMode")
+
+
 def test_every_keyed_form_is_committed_then_recovered(spark, tmp_path):
     import fullwindow
     from fullwindow.recovery import _runtime
@@ -360,11 +384,13 @@ def test_every_keyed_form_is_committed_then_recovered(spark, tmp_path):
             return df._jdf.queryExecution().analyzed().toString().splitlines()[0]
 
         first = _keyed_forms(spark)
+        first["keyBy reduce STREAMING"] = _running_reduce(spark)
         results = {}
         for name, df in first.items():
             assert top(df).startswith("FullWindowCommit "), (name, top(df))
             results[name] = sorted(tuple(r) for r in df.collect())
         assert results["keyed mapPartition"] == [(k, 60) for k in range(5)]
+        assert len(results["keyBy reduce STREAMING"]) == 60
         fullwindow.recovery.flush(spark)
         fingerprints = {top(df).split()[-1] for df in first.values()}
         # one per distinct computation: the window spellings of reduce, process and aggregate
@@ -373,6 +399,7 @@ def test_every_keyed_form_is_committed_then_recovered(spark, tmp_path):
         _runtime.close_job(str(tmp_path / "forms"))  # as if the driver started again
 
         again = _keyed_forms(spark)
+        again["keyBy reduce STREAMING"] = _running_reduce(spark)
         for name, df in again.items():
             assert top(df).startswith("FullWindowRecoveredScan "), (name, top(df))
             assert sorted(tuple(r) for r in df.collect()) == results[name], name
