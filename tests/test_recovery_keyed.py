@@ -204,10 +204,18 @@ def test_a_different_partition_layout_reuses_nothing(tmp_path, reference):
     assert n1 >= 2 and sorted(key for _, key in k_keys) == list(range(13))
 
     # a lost output makes K partly recovered (and one of C, downstream, so that C, and so K,
-    # run at all); this run coalesces everything into one partition
+    # run at all). Coalesced the same way again, the other partitions are reused
     lost = k_keys[0][0]
-    _lose(job, k, lost)
     c = job.fingerprint("coGroup")
+    _lose(job, k, lost)
+    _lose(job, c, 0)
+    job.run("r1b", coalesce="1")
+    assert job.output() == rows
+    assert job.vertex(k)["layout"] == first and job.vertex(k)["recovered"] == n1 - 1
+    assert job.ran("K", "r1b") == [pk for pk in k_keys if pk[0] == lost]
+
+    # the same loss, and this run coalesces everything into one partition: nothing is reused
+    _lose(job, k, lost)
     _lose(job, c, 0)
     job.run("r2", coalesce="64m")
     assert job.output() == rows
