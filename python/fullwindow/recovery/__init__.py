@@ -1,13 +1,16 @@
 """Recovery of a batch job after the driver crashes (FLIP-383), for full-window operations.
 
 Turned on with ``spark.fullwindow.recovery.enabled=true``, ``spark.fullwindow.recovery.dir`` and
-``spark.fullwindow.recovery.jobId``. Each full-window operation defined through the DataFrame API
-then commits every partition of its output under ``<dir>/<jobId>/operators/<fingerprint>/``, and a
+``spark.fullwindow.recovery.jobId``. Each full-window operation (non-keyed, keyed, coGroup, and the
+SQL hint forms, which a JVM rule wraps using the state this runtime hands to the JVM: call
+:func:`start` before a job's first hinted query if no DataFrame operation came first) then commits
+every partition of its output under ``<dir>/<jobId>/operators/<fingerprint>/``, and a
 listener records job events (vertex initialized, task finished, vertex reset) in a durable event
 store under ``<dir>/<jobId>/events/``. When the same program is started again with the same job id,
 each operation's finished partitions are read back instead of recomputed, and an operation whose
 partitions are all recovered is replaced by a read of its committed outputs, so nothing upstream of
-it runs.
+it runs. Partly recovered operations reuse partitions only under the same partition layout (which
+shuffle partitions each reads: adaptive execution may coalesce differently between runs).
 
 >>> spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
 ...                                   "spark.fullwindow.recovery.dir": "/data/fw-recovery",
