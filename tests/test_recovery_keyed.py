@@ -247,7 +247,7 @@ spark = fullwindow.session(master="local[2]", conf={
     "spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": os.environ["FW_DIR"],
     "spark.fullwindow.recovery.jobId": "sql", "spark.fullwindow.eventStore.flushInterval": "200ms"})
 spark.sparkContext.setLogLevel("ERROR")
-assert fullwindow.recovery.start(spark)
+# no fullwindow.recovery.start(spark): fullwindow.session() opens the job itself
 spark.range(0, 3000, numPartitions=3).select((F.col("id") % 7).alias("k"), "id") \
     .createOrReplaceTempView("t")
 s = spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ k, id FROM t ORDER BY id DESC")

@@ -71,4 +71,9 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
         raise FullWindowSetupError(
             "a SparkSession was already running without fullwindow, and its JVM cannot load "
             f"extensions any more; call spark.stop() first. ({err})") from None
+    # with recovery on, open the job now, so that SQL-hint operations run before any DataFrame
+    # operation are committed too (a builder of one's own calls fullwindow.recovery.start)
+    from fullwindow.recovery import start
+
+    start(spark)
     return spark
