@@ -111,6 +111,13 @@ def render(store: dict[str, Any]) -> str:
         _markdown_table(["group"] + _HEADER, [[r.get("group", "?")] + _row(r) for r in results]),
         "",
     ]
+    # notes/<name>.md without a case group: sections written by standalone scripts (e.g.
+    # benchmarks/recovery.py), rendered after the groups
+    standalone = sorted(n[:-3] for n in (os.listdir(NOTES_DIR) if os.path.isdir(NOTES_DIR) else [])
+                        if n.endswith(".md") and n[:-3] not in groups)
+    if standalone:
+        out += ["Measured by standalone scripts, not in this table: "
+                + ", ".join(f"[{n}](#{n})" for n in standalone) + " (sections below).", ""]
     for group, rs in groups.items():
         out += [f"## {group}", "", _markdown_table(_HEADER, [_row(r) for r in rs]), ""]
         runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -166,4 +173,7 @@ def render(store: dict[str, Any]) -> str:
         if os.path.exists(notes):
             with open(notes) as f:
                 out += ["**Notes**", "", f.read().strip(), ""]
+    for name in standalone:
+        with open(os.path.join(NOTES_DIR, f"{name}.md")) as f:
+            out += [f"## {name}", "", f.read().strip(), ""]
     return "\n".join(out).rstrip() + "\n"

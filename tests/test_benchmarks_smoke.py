@@ -35,3 +35,35 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     # the timed runs really executed the sort operators (checked through the Spark UI REST API)
     assert stored["metrics"]["ours"][0]["node_ran"] is True
     assert stored["metrics"]["native"][0]["node_ran"] is True
+
+
+def test_recovery_benchmark_checks_its_rounds():
+    """benchmarks/recovery.py (driver killed and resumed, run on its own: its quick mode takes
+    longer than a smoke test should) imports, its job function is deterministic, and a round
+    whose resumed output differs from the uninterrupted one makes the result INVALID, never a
+    PASS."""
+    from pyspark.sql import Row
+
+    from benchmarks import recovery
+
+    rows = [Row(id=i, k=i % 7, v=(i * 0x9E3779B97F4A7C15) - 2**63) for i in range(5)]
+    out = list(recovery.score(iter(rows)))
+    assert out == list(recovery.score(iter(rows))) and len(out) == 5
+    assert [o[0] for o in out] == [0, 1, 2, 3, 4]
+
+    def rnd(resumed_output):
+        done = {"status": "completed", "process_s": 50.0}
+        return {"round": 0, "order": ["U", "R"], "background_busy": 0.1,
+                "U": {**done, "job_s": 40.0, "output": {"rows": 10, "hash": 7}},
+                "R_killed": {"status": "killed", "killed": {"at_s": 25.0}},
+                "R_resumed": {**done, "job_s": 20.0, "output": resumed_output}}
+
+    good = recovery.summarize_resume({"rounds": [rnd({"rows": 10, "hash": 7})]})
+    assert good["status"] == "PASS" and good["job_ratio"]["median"] == 0.5
+    dropped = recovery.summarize_resume({"rounds": [rnd({"rows": 9, "hash": 7})]})
+    assert dropped["status"] == "INVALID" and "outputs differ" in dropped["rounds"][0]["problems"][0]
+    text = recovery._markdown({"command": "x", "date": "d", "rows": 10, "partitions": 2,
+                               "loadavg": {"start": [1, 1, 1], "end": [1, 1, 1]},
+                               "resume": good})
+    assert text.startswith(recovery.BEGIN) and text.endswith(recovery.END)
+    assert "| 0.50× [0.50–0.50] | 1 of 1 | PASS |" in text
