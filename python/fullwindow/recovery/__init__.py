@@ -234,18 +234,15 @@ def start(spark: Any) -> bool:
 def _func_digest(func: Any) -> bytes:
     if func is None:
         return b""
-    from pyspark import cloudpickle
+    from fullwindow.recovery._digest import code_digest
 
-    try:
-        return hashlib.sha256(cloudpickle.dumps(func)).digest()
-    except Exception:  # noqa: BLE001 - unpicklable here means it will fail later anyway
-        return repr(func).encode()
+    return code_digest(func)
 
 
 def fingerprint(out: DataFrame, operation: str, func: Any = None, extra: Any = None) -> str:
     """The stable fingerprint of a full-window operation: its result's plan (the operation and
-    everything upstream, committed upstream operations by their own fingerprints) and the
-    pickled Python function it calls."""
+    everything upstream, committed upstream operations by their own fingerprints) and the code
+    of the Python function it calls (recovery/_digest.py)."""
     from fullwindow._jvm import facade
 
     h = hashlib.sha256()
