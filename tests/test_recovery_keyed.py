@@ -405,13 +405,19 @@ def test_every_keyed_form_is_committed_then_recovered(spark, tmp_path):
         # and keyBy().reduce are the same operations as their fullWindowPartition() forms
         assert len(fingerprints) == len(first) - 4
         _runtime.close_job(str(tmp_path / "forms"))  # as if the driver started again
+        if not _runtime.jobs:
+            assert _runtime.stop.is_set()  # no open job: the JVM is no longer polled
 
         again = _keyed_forms(spark)
         again["keyBy reduce STREAMING"] = _running_reduce(spark)
         for name, df in again.items():
             assert top(df).startswith("FullWindowRecoveredScan "), (name, top(df))
             assert sorted(tuple(r) for r in df.collect()) == results[name], name
+        assert _runtime.thread.is_alive() and not _runtime.stop.is_set()  # polling again
     finally:
         fullwindow.recovery.cleanup(spark)
         for k in keys:
             spark.conf.unset(k)
+    if not _runtime.jobs:
+        _runtime.thread.join(5)
+        assert not _runtime.thread.is_alive()

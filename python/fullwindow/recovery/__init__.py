@@ -140,15 +140,16 @@ class _Runtime:
             fw.registerRecoveryListener(spark._jsparkSession)
             self.spark = spark
             self.poll = min(self.poll, max(0.02, settings.flush_interval / 2))
-            if self.thread is None or not self.thread.is_alive():
-                self.stop.clear()
-                self.thread = threading.Thread(target=self._loop, name="fullwindow-recovery",
-                                               daemon=True)
+            if self.thread is None or not self.thread.is_alive() or self.stop.is_set():
+                # a new event per thread: a stopping thread may still be finishing its wait
+                self.stop = threading.Event()
+                self.thread = threading.Thread(target=self._loop, args=(self.stop,),
+                                               name="fullwindow-recovery", daemon=True)
                 self.thread.start()
             return job
 
-    def _loop(self) -> None:
-        while not self.stop.wait(self.poll):
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.poll):
             self.drain(0)
 
     def drain(self, wait_ms: int) -> None:
@@ -174,6 +175,7 @@ class _Runtime:
 
     def close_job(self, job_dir: str) -> None:
         with self.lock:
+            self.drain(0)  # this job's events still in the JVM's queue
             job = self.jobs.pop(job_dir, None)
             if self.spark is not None:
                 try:
@@ -185,6 +187,8 @@ class _Runtime:
             if job is not None:
                 self.owner = {k: v for k, v in self.owner.items() if v is not job}
                 job.store.close()
+            if not self.jobs:
+                self.stop.set()  # no open job: stop polling the JVM
 
     def shutdown(self) -> None:
         self.drain(2000)
