@@ -40,3 +40,34 @@ def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subpro
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 240) -> None:
+    """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
+    its JVM and the JVM's Python workers) as soon as ``condition()`` holds; fails the test if
+    ``p`` ends first or the point is not reached within ``timeout`` seconds."""
+    import signal
+    import time
+
+    import pytest
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if p.poll() is not None:
+            pytest.fail("the job ended before the kill point was reached")
+        if condition():
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(30)
+            time.sleep(0.5)  # let the OS reap the JVM and workers
+            return
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("the kill point was not reached in time")
+
+
+def parquet_rows(path: str) -> list[tuple]:
+    """The rows of a Parquet output, as sorted tuples."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return sorted(zip(*[table.column(c).to_pylist() for c in table.column_names]))

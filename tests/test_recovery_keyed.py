@@ -7,7 +7,6 @@ runs under adaptive execution reuse nothing, and the SQL hint forms recover."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import warnings
 import pytest
 
 from fullwindow.recovery import job_events
+from helpers import kill_when, parquet_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "tests", "recovery_keyed_job.py")
@@ -88,25 +88,9 @@ class Job:
         return sorted(out)
 
     def output(self) -> list[tuple]:
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(self.out)
-        return sorted(zip(*[table.column(c).to_pylist() for c in table.column_names]))
+        return parquet_rows(self.out)
 
 
-def kill_when(p: subprocess.Popen, condition, timeout: float = 240) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if p.poll() is not None:
-            pytest.fail("the job ended before the kill point was reached")
-        if condition():
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(30)
-            time.sleep(0.5)
-            return
-        time.sleep(0.1)
-    os.killpg(p.pid, signal.SIGKILL)
-    pytest.fail("the kill point was not reached in time")
 
 
 def keys_of(pairs, partitions) -> list[tuple[int, int]]:
