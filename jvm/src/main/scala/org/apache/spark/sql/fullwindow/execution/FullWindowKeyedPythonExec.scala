@@ -1,17 +1,14 @@
 package org.apache.spark.sql.fullwindow.execution
 
 import org.apache.spark.JobArtifactSet
-import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, SortOrder}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.python.{ArrowPythonRunner, MapInBatchEvaluatorFactory, PythonSQLMetrics}
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.execution.python.PythonSQLMetrics
 
 /**
  * Runs a Python function over each key's records. The node asks for its input clustered by the
@@ -49,8 +46,7 @@ case class FullWindowKeyedPythonExec(
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
-      val counted = rows.map { r => rowsIn += 1; r }
-      python.eval(index, counted).map { r => rowsOut += 1; r }
+      python.evalCounting(index, rows, rowsIn, rowsOut)
     }
   }
 

@@ -38,8 +38,7 @@ case class FullWindowPythonPartitionExec(
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
-      val counted = rows.map { r => rowsIn += 1; r }
-      python.eval(index, counted).map { r => rowsOut += 1; r }
+      python.evalCounting(index, rows, rowsIn, rowsOut)
     }
   }
 
@@ -77,6 +76,14 @@ final class PythonArrowEval private (
       SQLConf.withExistingConf(taskConf)(evaluator.eval(partitionIndex, rows))
     }
   }
+
+  /** [[eval]], counting the rows that go in and come out in an exec's metrics. */
+  def evalCounting(
+      partitionIndex: Int,
+      rows: Iterator[InternalRow],
+      rowsIn: SQLMetric,
+      rowsOut: SQLMetric): Iterator[InternalRow] =
+    eval(partitionIndex, rows.map { r => rowsIn += 1; r }).map { r => rowsOut += 1; r }
 }
 
 object PythonArrowEval {
