@@ -281,22 +281,10 @@ def _markdown(record: dict[str, Any]) -> str:
 
 
 def _record(record: dict[str, Any]) -> None:
-    with open(JSON_PATH, "w") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-        f.write("\n")
-    block = _markdown(record)
-    text = open(NOTES_PATH).read() if os.path.exists(NOTES_PATH) else ""
-    if BEGIN in text and END in text:
-        before = text[:text.index(BEGIN)]
-        after = text[text.index(END) + len(END):]
-        text = before + block + after
-    else:
-        text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
-    with open(NOTES_PATH, "w") as f:
-        f.write(text)
     from benchmarks.harness import RESULTS_MD
-    from benchmarks.report import update_results
-    update_results(RESULTS_MD, [])
+    from benchmarks.report import record_standalone
+
+    record_standalone(JSON_PATH, record, NOTES_PATH, BEGIN, END, _markdown(record), RESULTS_MD)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,25 @@ def _slim(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def record_standalone(json_path: str, record: dict[str, Any], notes_path: str, begin: str,
+                      end: str, block: str, md_path: str) -> None:
+    """For a benchmark run on its own (heavy_key.py, recovery.py): writes its raw ``record``,
+    puts the generated ``block`` (which starts with ``begin`` and ends with ``end``) into its
+    notes file in place of the previous one (appended the first time), and re-renders
+    RESULTS.md, which copies the notes."""
+    with open(json_path, "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
+    text = open(notes_path).read() if os.path.exists(notes_path) else ""
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
+    with open(notes_path, "w") as f:
+        f.write(text)
+    update_results(md_path, [])
+
+
 def update_results(md_path: str, results: list[dict[str, Any]]) -> None:
     json_path = os.path.join(os.path.dirname(os.path.abspath(md_path)), "results.json")
     store = _load(json_path)
