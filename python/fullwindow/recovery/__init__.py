@@ -56,11 +56,12 @@ def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str,
 
 
 class _Vertex:
-    __slots__ = ("num_partitions", "layout", "finished", "operator")
+    __slots__ = ("num_partitions", "layout", "reads", "finished", "operator")
 
     def __init__(self) -> None:
         self.num_partitions: Optional[int] = None
         self.layout: Optional[str] = None
+        self.reads: List[str] = []  # what each shuffle read of its stage reads (layout text)
         self.finished: Dict[int, Dict[str, Any]] = {}
         self.operator: Optional[str] = None
 
@@ -86,6 +87,8 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
                 v.finished.clear()
             v.num_partitions = n
             v.layout = layout
+            reads = e.get("reads")
+            v.reads = [str(r) for r in reads] if isinstance(reads, list) else []
             v.operator = e.get("operator")
         elif kind == "taskFinished":
             p = e.get("partition")
@@ -306,6 +309,7 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
             jpaths[p] = str(verified[p]["path"])
         total = sum(int(verified[p]["bytes"]) for p in range(n))
         return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
+    inputs, input_files = _committed_inputs(fw, spark, job, fp, operation, vertex)
     parts = sorted(verified)
     jparts = gateway.new_array(gateway.jvm.int, len(parts))
     jpaths = gateway.new_array(gateway.jvm.String, len(parts))
@@ -314,7 +318,55 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
         jpaths[i] = str(verified[p]["path"])
     layout = (vertex.layout if vertex is not None else None) or ""
     return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
-                               jparts, jpaths), spark)
+                               jparts, jpaths, _string_array(gateway, inputs),
+                               _string_array(gateway, input_files)), spark)
+
+
+def _string_array(gateway: Any, items: List[str]) -> Any:
+    arr = gateway.new_array(gateway.jvm.String, len(items))
+    for i, x in enumerate(items):
+        arr[i] = x
+    return arr
+
+
+def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
+                      vertex: Optional[_Vertex]) -> "tuple[List[str], List[str]]":
+    """The shuffle inputs of operation ``fp``'s stage that earlier runs committed in full (every
+    map output there, size and CRC32 checked on the driver), as the JVM's ``commit`` takes them:
+    one line per input and one per map output file. An input is vertex ``<fp>/input<i>``; its
+    layout names the shuffle partition count and codec, its partitions are the map outputs."""
+    inputs: List[str] = []
+    files: List[str] = []
+    reads = vertex.reads if vertex is not None else []
+    for k in range(64):
+        v = job.state.get(f"{fp}/input{k}")
+        if v is None:
+            break
+        m = v.num_partitions
+        layout = v.layout or ""
+        if m is None or m < 1 or len(v.finished) != m or not layout.startswith("n="):
+            continue
+        n_text, _, codec = layout.partition(";")
+
+        def intact(e: Dict[str, Any]) -> bool:
+            try:
+                return bool(fw.verifyCommitted(spark._jsparkSession, str(e["path"]), int(e["bytes"]),
+                                               int(e["checksum"]))
+                            and fw.verifyCommitted(spark._jsparkSession, str(e["indexPath"]),
+                                                   int(e["indexBytes"]), int(e["indexChecksum"])))
+            except (KeyError, TypeError, ValueError):
+                return False
+
+        damaged = [p for p, e in sorted(v.finished.items()) if not intact(e)]
+        if damaged:
+            log.warning("fullwindow: %s %s: committed shuffle input %d is missing or damaged "
+                        "(map outputs %s); it is computed again", operation, fp, k, damaged)
+            continue
+        read = reads[k] if k < len(reads) else ""
+        inputs.append("\t".join([str(k), n_text[2:], str(m), codec, read]))
+        files.extend("\t".join([str(k), str(p), str(e["path"]), str(e["indexPath"])])
+                     for p, e in sorted(v.finished.items()))
+    return inputs, files
 
 
 def flush(spark: Any = None, wait_ms: int = 5000) -> None:

@@ -2,7 +2,7 @@ package fullwindow.sql
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.fullwindow.FullWindowStrategy
-import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWindowRuntimeMode, DropUnusedFullWindowHint, ResolveFullWindowHint}
+import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
 
 /**
  * Registers fullwindow with a SparkSession:
@@ -17,5 +17,6 @@ class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
     ext.injectPostHocResolutionRule(_ => DropUnusedFullWindowHint)
     ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))
     ext.injectPlannerStrategy(_ => FullWindowStrategy)
+    ext.injectQueryStagePrepRule(_ => CommitFullWindowInputs)
   }
 }

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
-import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
@@ -239,12 +239,26 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     text.replaceAll("#\\d+L?", "") + "\nlocal:" + local.mkString(";")
   }
 
-  /** `df` (a full-window operation's result) committed per partition; see [[FullWindowCommit]]. */
+  /**
+   * `df` (a full-window operation's result) committed per partition, and the shuffles its stage
+   * reads with it; see [[FullWindowCommit]]. `inputs` are the shuffle inputs an earlier run
+   * committed in full (verified), one tab-separated line each: input index, shuffle partitions,
+   * map outputs, codec, recorded read; `inputFiles` their files: input index, map index, data
+   * file, index file.
+   */
   def commit(df: Dataset[Row], fingerprint: String, operation: String, operatorDir: String,
       recordedPartitions: Int, recordedLayout: String, partitions: Array[Int],
-      paths: Array[String]): Dataset[Row] =
+      paths: Array[String], inputs: Array[String], inputFiles: Array[String]): Dataset[Row] = {
+    val files = inputFiles.toSeq.map(_.split("\t", -1)).groupBy(_(0).toInt)
+    val committed = inputs.toSeq.map(_.split("\t", -1)).map { f =>
+      val k = f(0).toInt
+      val maps = files.getOrElse(k, Nil).sortBy(_(1).toInt)
+      CommittedInput(k, f(1).toInt, f(2).toInt, f(3), f(4), maps.map(_(2)), maps.map(_(3)))
+    }
     Dataset.ofRows(df.sparkSession, FullWindowCommit(fingerprint, operation, operatorDir,
-      recordedPartitions, recordedLayout, partitions.zip(paths).toMap, df.logicalPlan))
+      recordedPartitions, recordedLayout, partitions.zip(paths).toMap, df.logicalPlan,
+      commitInputs = true, inputs = committed))
+  }
 
   /**
    * Opens job `jobDir` in the JVM's registry (so SQL hint operations can be committed in it);

@@ -61,9 +61,10 @@ object FullWindowStrategy extends SparkStrategy {
     }
 
     // Recovery (only ever in a plan when spark.fullwindow.recovery.enabled is true)
-    case FullWindowCommit(fingerprint, operation, dir, recorded, layout, recovered, child) =>
+    case FullWindowCommit(fingerprint, operation, dir, recorded, layout, recovered, child,
+        commitInputs, inputs) =>
       FullWindowCommitExec(fingerprint, operation, dir, recorded, layout, recovered,
-        planLater(child)) :: Nil
+        planLater(child), commitInputs, inputs) :: Nil
 
     case FullWindowRecoveredScan(fingerprint, operation, paths, _, output) =>
       FullWindowRecoveredScanExec(fingerprint, operation, paths, output) :: Nil

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.{CoalescedMapperPartitionSpec, CoalescedPa
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, AdaptiveSparkPlanHelper, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.Exchange
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryListener}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
@@ -27,7 +27,9 @@ case class FullWindowCommitExec(
     recordedPartitions: Int,
     recordedLayout: String,
     recovered: Map[Int, String],
-    child: SparkPlan) extends UnaryExecNode with AdaptiveSparkPlanHelper {
+    child: SparkPlan,
+    commitInputs: Boolean = false,
+    inputs: Seq[CommittedInput] = Nil) extends UnaryExecNode with AdaptiveSparkPlanHelper {
 
   override def nodeName: String = "FullWindowCommit"
   override def simpleString(maxFields: Int): String =
@@ -43,7 +45,10 @@ case class FullWindowCommitExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val input = child.execute()
     val n = input.getNumPartitions
+    val reads = FullWindowCommitExec.layoutParts(child)
     val layout = FullWindowCommitExec.layoutOf(child, n)
+    val readsJson = reads.map(r => "\"" + FullWindowRecoveryListener.escape(r) + "\"")
+      .mkString("[", ",", "]")
     // A different partition count or layout than recorded: the earlier outputs do not line up
     // with this run's partitions (they would hold other keys); use none.
     val usable =
@@ -56,7 +61,7 @@ case class FullWindowCommitExec(
     FullWindowRecoveryListener.post(
       s"""{"type":"vertexInitialized","fingerprint":"$fingerprint",""" +
         s""""operator":"${FullWindowRecoveryListener.escape(operationName)}","numPartitions":$n,""" +
-        s""""layout":"$layout","job":"$jobDir",""" +
+        s""""layout":"$layout","reads":$readsJson,"job":"$jobDir",""" +
         s""""recovered":${usable.size},"inputs":[${upstream.map(u => s""""$u"""").mkString(",")}],""" +
         s""""time":${System.currentTimeMillis()}}""")
     val acc = new CollectionAccumulator[String]
@@ -79,6 +84,17 @@ object FullWindowCommitExec {
    * one stands in for the other's; adaptive coalescing can make them differ.
    */
   def layoutOf(plan: SparkPlan, n: Int): String = {
+    val text = s"n=$n;" + layoutParts(plan).mkString(";")
+    val digest = java.security.MessageDigest.getInstance("SHA-256")
+      .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+    digest.take(8).map(b => f"${b & 0xff}%02x").mkString
+  }
+
+  /**
+   * The inputs of `plan`'s stage (the shuffle reads, query stages and exchanges it reads), in
+   * plan order, each as the text of what it reads (see [[layoutOf]]).
+   */
+  def layoutParts(plan: SparkPlan): Seq[String] = {
     def parts(p: SparkPlan): Seq[String] = p match {
       case r: AQEShuffleReadExec =>
         val specs = r.partitionSpecs.map {
@@ -91,12 +107,10 @@ object FullWindowCommitExec {
         Seq(s"read(${r.child.outputPartitioning.numPartitions}:${specs.mkString(",")})")
       case s: QueryStageExec => Seq(s"stage(${s.outputPartitioning.numPartitions})")
       case e: Exchange => Seq(s"exchange(${e.outputPartitioning.numPartitions})")
+      case c: FullWindowCommittedInputExec => Seq(c.readPart)
       case other => other.children.flatMap(parts)
     }
-    val text = s"n=$n;" + parts(plan).mkString(";")
-    val digest = java.security.MessageDigest.getInstance("SHA-256")
-      .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-    digest.take(8).map(b => f"${b & 0xff}%02x").mkString
+    parts(plan)
   }
 
   /** The job directory an operator directory (`<job>/operators/<fingerprint>`) belongs to. */

@@ -3,6 +3,7 @@ package org.apache.spark.sql.fullwindow.logical
 import org.apache.spark.sql.catalyst.analysis.MultiInstanceRelation
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{LeafNode, LogicalPlan, Statistics, UnaryNode}
+import org.apache.spark.sql.fullwindow.recovery.CommittedInput
 
 /**
  * Recovery (FLIP-383): commits each partition of `child` (a full-window operation) durably under
@@ -11,6 +12,9 @@ import org.apache.spark.sql.catalyst.plans.logical.{LeafNode, LogicalPlan, Stati
  * child still has `recordedPartitions` partitions laid out as `recordedLayout` says (the hash of
  * which shuffle partitions each partition reads: adaptive execution may coalesce a shuffle's
  * partitions differently from one run to the next, and then partition i holds other keys).
+ * With `commitInputs`, the shuffles its stage reads are committed too (map task by map task), and
+ * `inputs` are the ones an earlier run committed in full: read back instead of shuffled again
+ * (see [[org.apache.spark.sql.fullwindow.rules.CommitFullWindowInputs]]).
  *
  * Its string form shows only the fingerprint, so that plans above it fingerprint the same whether
  * this run computes or recovers the operation.
@@ -22,7 +26,9 @@ case class FullWindowCommit(
     recordedPartitions: Int,
     recordedLayout: String,
     recovered: Map[Int, String],
-    child: LogicalPlan) extends UnaryNode {
+    child: LogicalPlan,
+    commitInputs: Boolean = false,
+    inputs: Seq[CommittedInput] = Nil) extends UnaryNode {
 
   override def output: Seq[Attribute] = child.output
 

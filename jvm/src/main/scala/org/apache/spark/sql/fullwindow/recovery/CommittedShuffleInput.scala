@@ -1,0 +1,191 @@
+package org.apache.spark.sql.fullwindow.recovery
+
+import java.io.{BufferedInputStream, DataInputStream, File, FileInputStream, IOException, InputStream}
+import java.nio.file.{Files, StandardCopyOption}
+import java.util.zip.CRC32
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
+
+import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.scheduler.MapStatus
+import org.apache.spark.shuffle.{ShuffleWriteMetricsReporter, ShuffleWriteProcessor}
+import org.apache.spark.shuffle.sort.SortShuffleManager
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLShuffleWriteMetricsReporter}
+import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
+
+/**
+ * A committed shuffle input of a full-window operation, as recorded by an earlier run: the map
+ * outputs (Spark's shuffle data and index files, copied or hard-linked under the operation's
+ * directory) of input `input` (the `input`-th shuffle read in the operation's stage), all
+ * `numMaps` of them, for `numPartitions` shuffle partitions, written with shuffle codec `codec`.
+ * `readPart` is how the earlier run's stage read them (its layout part, e.g. `stage(12)` or
+ * `read(200:0-5,5-9,...)`), empty when not recorded.
+ */
+case class CommittedInput(
+    input: Int,
+    numPartitions: Int,
+    numMaps: Int,
+    codec: String,
+    readPart: String,
+    data: Seq[String],
+    index: Seq[String])
+
+object CommittedShuffleInput {
+  /** Turns committing the shuffle input of full-window operations off (on by default). */
+  val EnabledKey = "spark.fullwindow.recovery.commitShuffleInput"
+
+  /** The vertex fingerprint of input `input` of the operation `fingerprint`. */
+  def vertexOf(fingerprint: String, input: Int): String = s"$fingerprint/input$input"
+
+  /**
+   * What a reader of Spark's shuffle files must agree on with their writer, or None when the
+   * files cannot be read by another application (encrypted with this application's key).
+   */
+  def codecOf(conf: SparkConf): Option[String] =
+    if (conf.getBoolean("spark.io.encryption.enabled", false)) None
+    else Some(s"compress=${conf.getBoolean("spark.shuffle.compress", true)};" +
+      s"codec=${conf.get("spark.io.compression.codec", "lz4")}")
+
+  /**
+   * The coalesced ranges of shuffle partitions a recorded layout part reads: one per shuffle
+   * partition for a whole stage (`stage(n)` / `exchange(n)`, or nothing recorded), the ranges of
+   * a coalescing read (`read(n:a-b,...)`); None for skew splits or other counts than `n`.
+   */
+  def rangesOf(readPart: String, n: Int): Option[Seq[(Int, Int)]] = {
+    val Whole = """(?:stage|exchange)\((\d+)\)""".r
+    val Read = """read\((\d+):(.*)\)""".r
+    val Range = """(\d+)-(\d+)""".r
+    readPart match {
+      case "" => Some((0 until n).map(i => (i, i + 1)))
+      case Whole(m) if m.toInt == n => Some((0 until n).map(i => (i, i + 1)))
+      case Read(m, specs) if m.toInt == n =>
+        val ranges = specs.split(",").toSeq.map {
+          case Range(s, e) if s.toInt < e.toInt && e.toInt <= n => Some((s.toInt, e.toInt))
+          case _ => None
+        }
+        if (ranges.nonEmpty && ranges.forall(_.isDefined)) Some(ranges.flatten) else None
+      case _ => None
+    }
+  }
+
+  /** The partition offsets (numPartitions + 1 longs) in a shuffle index file. */
+  def readOffsets(path: String, numPartitions: Int, hadoopConf: Configuration): Array[Long] = {
+    val p = new Path(path)
+    val in = new DataInputStream(new BufferedInputStream(p.getFileSystem(hadoopConf).open(p)))
+    try Array.fill(numPartitions + 1)(in.readLong()) finally in.close()
+  }
+
+  final case class Placed(path: String, bytes: Long, crc: Long)
+
+  /**
+   * Places the local file `local` (absent: an empty file) at `target` under the recovery
+   * directory: hard-linked when that is on the same local file system, copied otherwise; written
+   * under a temporary name first, then renamed. Returns its size and CRC32.
+   */
+  def place(local: File, target: Path, hadoopConf: Configuration): Placed = {
+    val (bytes, crc) = checksum(local)
+    val fs = target.getFileSystem(hadoopConf)
+    val temp = new Path(target.getParent, "." + target.getName + ".tmp")
+    localFile(fs, target) match {
+      case Some(dest) =>
+        val tmp = localFile(fs, temp).get.toPath
+        Files.createDirectories(tmp.getParent)
+        Files.deleteIfExists(tmp)
+        if (!local.exists()) Files.createFile(tmp)
+        else {
+          try Files.createLink(tmp, local.toPath)
+          catch {
+            case _: IOException | _: UnsupportedOperationException =>
+              Files.copy(local.toPath, tmp, StandardCopyOption.REPLACE_EXISTING)
+          }
+        }
+        Files.move(tmp, dest.toPath, StandardCopyOption.ATOMIC_MOVE)
+      case None =>
+        if (local.exists()) fs.copyFromLocalFile(false, true, new Path(local.toURI), temp)
+        else fs.create(temp, true).close()
+        if (!fs.rename(temp, target)) {
+          throw new IOException(s"fullwindow recovery: could not rename $temp to $target")
+        }
+    }
+    Placed(fs.makeQualified(target).toString, bytes, crc)
+  }
+
+  private def localFile(fs: FileSystem, p: Path): Option[File] = fs match {
+    case l: LocalFileSystem => Some(l.pathToFile(p))
+    case r: RawLocalFileSystem => Some(r.pathToFile(p))
+    case _ => None
+  }
+
+  private def checksum(f: File): (Long, Long) = {
+    val c = new CRC32
+    if (!f.exists()) return (0L, c.getValue)
+    val in: InputStream = new FileInputStream(f)
+    try {
+      val buf = new Array[Byte](1 << 16)
+      var total = 0L
+      var n = in.read(buf)
+      while (n >= 0) { c.update(buf, 0, n); total += n; n = in.read(buf) }
+      (total, c.getValue)
+    } finally in.close()
+  }
+}
+
+/**
+ * Writes a shuffle map task's output as Spark does, then commits it under `inputDir` for a later
+ * run of the same job (see [[CommittedShuffleInput.place]]) and reports it through the recovery
+ * accumulator as a task-finished event of the input's vertex. A failed commit only costs the
+ * later run its reuse: it is logged, the task still succeeds.
+ */
+class CommittingShuffleWriteProcessor(
+    writeMetrics: Map[String, SQLMetric],
+    vertex: String,
+    layout: String,
+    inputDir: String,
+    jobDirJson: String,
+    conf: Broadcast[SerializableConfiguration],
+    acc: CollectionAccumulator[String]) extends ShuffleWriteProcessor {
+
+  override def createMetricsReporter(context: TaskContext): ShuffleWriteMetricsReporter =
+    new SQLShuffleWriteMetricsReporter(context.taskMetrics().shuffleWriteMetrics, writeMetrics)
+
+  override def write(
+      inputs: Iterator[_],
+      dep: ShuffleDependency[_, _, _],
+      mapId: Long,
+      mapIndex: Int,
+      context: TaskContext): MapStatus = {
+    val status = super.write(inputs, dep, mapId, mapIndex, context)
+    SparkEnv.get.shuffleManagerFor(dep) match {
+      case sort: SortShuffleManager =>
+        val resolver = sort.shuffleBlockResolver
+        try {
+          val index = resolver.getIndexFile(dep.shuffleId, mapId)
+          if (index.exists()) {
+            val name = f"map-$mapIndex%05d-${context.taskAttemptId()}%d-" +
+              java.util.UUID.randomUUID().toString.take(8)
+            val dir = inputDir.stripSuffix("/")
+            val hadoopConf = conf.value.value
+            val data = CommittedShuffleInput.place(resolver.getDataFile(dep.shuffleId, mapId),
+              new Path(s"$dir/$name.data"), hadoopConf)
+            val idx = CommittedShuffleInput.place(index, new Path(s"$dir/$name.index"), hadoopConf)
+            val esc = FullWindowRecoveryListener.escape _
+            acc.add(s"""{"type":"taskFinished","fingerprint":"${esc(vertex)}",""" +
+              s""""operator":"shuffle input","partition":$mapIndex,"layout":"${esc(layout)}",""" +
+              s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
+              s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
+              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}""")
+          }
+        } catch {
+          case NonFatal(e) =>
+            logWarning(s"fullwindow recovery: could not commit map output " +
+              s"$mapIndex of $vertex; a later run will compute this input again", e)
+        }
+      case _ =>
+    }
+    status
+  }
+}
