@@ -260,8 +260,10 @@ def _instrument() -> dict[str, _Probe]:
 def _committed(job_dir: str) -> dict[str, Any]:
     files = glob.glob(os.path.join(job_dir, "operators", "*", "part-*.rows"))
     crcs = glob.glob(os.path.join(job_dir, "operators", "*", ".part-*.rows.crc"))
+    inputs = glob.glob(os.path.join(job_dir, "operators", "*", "input*", "map-*"))
     events = glob.glob(os.path.join(job_dir, "events", "segment-*"))
     return {"files": len(files), "bytes": sum(os.path.getsize(f) for f in files),
+            "input_files": len(inputs), "input_bytes": sum(os.path.getsize(f) for f in inputs),
             "crc_files_bytes": sum(os.path.getsize(f) for f in crcs),
             "event_segments": len(events),
             "event_bytes": sum(os.path.getsize(f) for f in events)}
@@ -383,10 +385,17 @@ def _events(directory: str, job_id: str) -> list[dict[str, Any]]:
         return job_events(directory, job_id)
 
 
+def _is_input(e: dict[str, Any]) -> bool:
+    """An event of a committed shuffle input (vertex ``<fingerprint>/input<i>``), not of the
+    full-window operator itself."""
+    return "/input" in str(e.get("fingerprint", ""))
+
+
 def _durable_finished(rdir: str, job_id: str) -> int:
-    """Partitions with a task-finished event in the job's event store (written and synced)."""
+    """The operator's partitions with a task-finished event in the job's event store (written
+    and synced)."""
     return len({e.get("partition") for e in _events(rdir, job_id)
-                if e.get("type") == "taskFinished"})
+                if e.get("type") == "taskFinished" and not _is_input(e)})
 
 
 def _run_process(args: argparse.Namespace, label: str, job_id: str, rdir: str, output: str,
@@ -436,8 +445,9 @@ def _run_process(args: argparse.Namespace, label: str, job_id: str, rdir: str, o
     return res
 
 
-def _vertex_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("type") == "vertexInitialized"]
+def _vertex_events(events: list[dict[str, Any]], inputs: bool = False) -> list[dict[str, Any]]:
+    """The operator's vertex-initialized events (``inputs``: its shuffle input's instead)."""
+    return [e for e in events if e.get("type") == "vertexInitialized" and _is_input(e) == inputs]
 
 
 def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
@@ -468,19 +478,27 @@ def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
                 evs = _events(rdir, job_id)
                 vert = _vertex_events(evs)
                 k["durable_task_finished"] = len({e["partition"] for e in evs
-                                                  if e.get("type") == "taskFinished"})
+                                                  if e.get("type") == "taskFinished"
+                                                  and not _is_input(e)})
+                k["input_maps_committed"] = len({e["partition"] for e in evs
+                                                 if e.get("type") == "taskFinished"
+                                                 and _is_input(e)})
                 k["num_partitions"] = vert[0]["numPartitions"] if vert else None
                 s = _run_process(args, "R-resumed", job_id, rdir, out)
                 evs = _events(rdir, job_id)
                 vert = _vertex_events(evs)
                 s["recovered_partitions"] = vert[-1].get("recovered") if len(vert) >= 2 else None
                 s["vertex_events"] = len(vert)
+                # a run that shuffles (and commits) its input again initializes its input vertex
+                # again; one that reads the committed input back does not
+                s["input_read_back"] = len(_vertex_events(evs, inputs=True)) == 1
                 rnd["R_killed"], rnd["R_resumed"] = k, s
                 ki = k.get("killed", {})
                 _log(f"round {r + 1}: R killed at {ki.get('at_s', float('nan')):.1f} s with "
                      f"{ki.get('durable_finished_at_kill')} partitions committed (events) and "
                      f"{ki.get('committed_files_at_kill')} output files; resumed "
-                     f"{s['status']}, {s.get('recovered_partitions')} partitions recovered"
+                     f"{s['status']}, {s.get('recovered_partitions')} partitions recovered, "
+                     f"input read back: {s.get('input_read_back')}"
                      + (f", job {s['job_s']:.1f} s, process {s['process_s']:.1f} s"
                         if s.get("job_s") else ""))
             shutil.rmtree(os.path.join(base, "state", job_id), ignore_errors=True)
@@ -680,7 +698,8 @@ def _markdown(record: dict[str, Any]) -> str:
                   "output written; process time: process start → exit; job CPU split JVM / "
                   "Python workers where recorded):", "",
                   "| round | order | U job / process (job CPU) | killed at (process time) | "
-                  "committed at kill: durable events / files | recovered | resumed job / process "
+                  "committed at kill: durable events / files | recovered (+ input: its committed "
+                  "shuffle input read back) | resumed job / process "
                   "(job CPU) | ratio job / process / CPU | output (rows, checksum) | background "
                   "CPU |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
@@ -700,7 +719,8 @@ def _markdown(record: dict[str, Any]) -> str:
                 f"{ki.get('at_s', 0):.1f} s | {ki.get('durable_finished_at_kill', '?')} / "
                 f"{ki.get('committed_files_at_kill', '?')} of "
                 f"{k.get('num_partitions') or nparts} | "
-                f"{s.get('recovered_partitions', '?')} | "
+                f"{s.get('recovered_partitions', '?')}"
+                f"{' + input' if s.get('input_read_back') else ''} | "
                 f"{s.get('job_s', 0):.1f} / {s.get('process_s', 0):.1f} s ({cpu(s)}) | "
                 + (f"{x['job_ratio']:.2f} / {x['process_ratio']:.2f} / "
                    f"{x.get('cpu_ratio', float('nan')):.2f}" if "job_ratio" in x
@@ -741,6 +761,9 @@ def _markdown(record: dict[str, Any]) -> str:
             "What recovery on wrote per run (medians): "
             f"{c['files']:.0f} committed partition files, {_fmt_bytes(c['bytes'])} "
             f"(+ {_fmt_bytes(c['crc_files_bytes'])} of Hadoop `.crc` side files); "
+            + (f"committed shuffle input {c['input_files']:.0f} files (data and index of each "
+               f"map output, hard links to Spark's shuffle files), {_fmt_bytes(c['input_bytes'])}; "
+               if "input_files" in c else "") +
             f"{ov['events_median']:.0f} job events in {c['event_segments']:.0f} segment, "
             f"{_fmt_bytes(c['event_bytes'])}.",
             "",

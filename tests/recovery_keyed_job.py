@@ -11,6 +11,7 @@ SLOW                   seconds each user function sleeps per key (to be killed m
 VARIANT                "2" changes the keyed function's code (a changed program)
 COALESCE               unset: adaptive execution on, partition coalescing off (4 partitions);
                        "<bytes>": coalescing on, with that advisory partition size
+COMMIT_INPUT           "false": spark.fullwindow.recovery.commitShuffleInput=false
 
 Stages: (K) keyed mapPartition over range(0, 4000) keyed by k = id % 13: per key count and sum;
 (C) coGroup of K's result with a small table keyed by k (26 rows, 2 per key); the final write.
@@ -81,6 +82,8 @@ def main():
                      "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
                      "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
                      "spark.fullwindow.eventStore.flushInterval": "200ms"})
+        if os.environ.get("COMMIT_INPUT"):
+            conf["spark.fullwindow.recovery.commitShuffleInput"] = os.environ["COMMIT_INPUT"]
     spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-keyed-job")
     spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(0, 4000, numPartitions=4).select((F.col("id") % 13).alias("k"),

@@ -89,6 +89,9 @@ class Run:
         return sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.marks, "*")))
 
     def events(self) -> list[dict]:
+        import fullwindow
+
+        fullwindow.recovery.flush(self.spark)  # this run's events too
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return job_events(self.dir, self.name)

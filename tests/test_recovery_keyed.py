@@ -22,8 +22,9 @@ JOB = os.path.join(ROOT, "tests", "recovery_keyed_job.py")
 
 
 class Job:
-    def __init__(self, base, name: str, recovery: bool = True):
+    def __init__(self, base, name: str, recovery: bool = True, commit_input: bool = True):
         self.base = str(base)
+        self.commit_input = commit_input
         self.name = name
         self.dir = os.path.join(self.base, "recovery")
         self.out = os.path.join(self.base, f"out-{name}")
@@ -41,6 +42,9 @@ class Job:
             env["COALESCE"] = coalesce
         if self.recovery:
             env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
+        env.pop("COMMIT_INPUT", None)
+        if not self.commit_input:
+            env["COMMIT_INPUT"] = "false"
         return env
 
     def start(self, run: str, slow: float = 0.0, variant: str = "1",
@@ -178,9 +182,11 @@ def test_a_different_partition_layout_reuses_nothing(tmp_path, reference):
     """Adaptive execution coalesces the keyed stage's shuffle partitions by size, so a run can
     lay the operation out differently from the run that committed it: then partition i holds
     other keys, and nothing committed is reused (partly recovered operations only: a wholly
-    recovered one is read back whole, whatever its partitions)."""
+    recovered one is read back whole, whatever its partitions). Without its shuffle input
+    committed, as here: a committed input is read back split as the run that committed it read
+    it, so the layout stays the same (tests/test_recovery_input.py)."""
     rows, _, _ = reference
-    job = Job(tmp_path, "layout")
+    job = Job(tmp_path, "layout", commit_input=False)
     job.run("r1", coalesce="1")  # a tiny advisory size: small partitions only are merged
     k = job.fingerprint("keyed mapPartition")
     n1, first = job.vertex(k)["numPartitions"], job.vertex(k)["layout"]

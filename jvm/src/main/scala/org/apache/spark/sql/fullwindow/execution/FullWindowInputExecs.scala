@@ -15,7 +15,7 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{LeafExecNode, ShufflePartitionSpec, ShuffledRowRDD, SparkPlan, UnsafeRowSerializer}
 import org.apache.spark.sql.execution.exchange.{ShuffleExchangeExec, ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleWriteMetricsReporter}
-import org.apache.spark.sql.fullwindow.recovery.{CommittedShuffleInput, CommittingShuffleWriteProcessor, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, CommittedShuffleInput, CommittingShuffleWriteProcessor, FullWindowRecoveryListener}
 import org.apache.spark.storage.ShuffleBlockId
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
@@ -156,7 +156,7 @@ class CommittedInputRDD(
     blocks.flatMap { case (reduceId, m, start, length) =>
       if (open != null) open.close()
       val path = new org.apache.hadoop.fs.Path(data(m))
-      val in = path.getFileSystem(hadoopConf).open(path)
+      val in = CommittedRows.fileSystem(path, hadoopConf).open(path)
       in.seek(start)
       open = serializerManager.wrapStream(ShuffleBlockId(0, m, reduceId),
         new BufferedInputStream(new LimitedInputStream(in, length), 1 << 16))

@@ -4,7 +4,7 @@ import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, Data
 import java.util.zip.{CRC32, CheckedOutputStream}
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -22,6 +22,16 @@ object CommittedRows {
   final case class Committed(path: String, rows: Long, bytes: Long, crc: Long)
 
   /**
+   * The file system of a committed file; for a local directory the raw one: Hadoop's local file
+   * system would checksum every byte a second time (its `.crc` side files) on top of the CRC32
+   * these files carry in their events.
+   */
+  def fileSystem(p: Path, hadoopConf: Configuration): FileSystem = p.getFileSystem(hadoopConf) match {
+    case local: LocalFileSystem => local.getRaw
+    case fs => fs
+  }
+
+  /**
    * Passes `rows` through while writing them to a temporary file next to `finalPath`; once they
    * are all consumed the file is closed and renamed to `finalPath` and `onCommit` is called.
    * `onDiscard` cleans up a temporary file left by a task that did not get to the end.
@@ -35,7 +45,7 @@ object CommittedRows {
 
     private val target = new Path(finalPath)
     private val temp = new Path(target.getParent, "." + target.getName + ".tmp")
-    private val fs = target.getFileSystem(hadoopConf)
+    private val fs = fileSystem(target, hadoopConf)
     private val crc = new CRC32
     private val counted = new CountingStream(fs.create(temp, true))
     private val out = new DataOutputStream(new BufferedOutputStream(
@@ -91,7 +101,7 @@ object CommittedRows {
   /** The rows of a committed file (verified beforehand), read lazily; closes at the end. */
   def read(path: String, numFields: Int, hadoopConf: Configuration): Iterator[InternalRow] = {
     val p = new Path(path)
-    val in = new DataInputStream(new BufferedInputStream(p.getFileSystem(hadoopConf).open(p), BufferSize))
+    val in = new DataInputStream(new BufferedInputStream(fileSystem(p, hadoopConf).open(p), BufferSize))
     if (in.readInt() != Magic) {
       in.close()
       throw new java.io.IOException(s"fullwindow recovery: $path is not a committed partition file")
@@ -117,7 +127,7 @@ object CommittedRows {
   /** True when the file at `path` exists with exactly `bytes` bytes and CRC32 `crc`. */
   def verify(path: String, bytes: Long, crc: Long, hadoopConf: Configuration): Boolean = {
     val p = new Path(path)
-    val fs = p.getFileSystem(hadoopConf)
+    val fs = fileSystem(p, hadoopConf)
     if (!fs.exists(p) || fs.getFileStatus(p).getLen != bytes) return false
     val in: InputStream = fs.open(p)
     try {

@@ -7,7 +7,7 @@ import java.util.zip.CRC32
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
+import org.apache.hadoop.fs.{FileSystem, Path, RawLocalFileSystem}
 
 import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.broadcast.Broadcast
@@ -75,7 +75,7 @@ object CommittedShuffleInput {
   /** The partition offsets (numPartitions + 1 longs) in a shuffle index file. */
   def readOffsets(path: String, numPartitions: Int, hadoopConf: Configuration): Array[Long] = {
     val p = new Path(path)
-    val in = new DataInputStream(new BufferedInputStream(p.getFileSystem(hadoopConf).open(p)))
+    val in = new DataInputStream(new BufferedInputStream(CommittedRows.fileSystem(p, hadoopConf).open(p)))
     try Array.fill(numPartitions + 1)(in.readLong()) finally in.close()
   }
 
@@ -88,7 +88,7 @@ object CommittedShuffleInput {
    */
   def place(local: File, target: Path, hadoopConf: Configuration): Placed = {
     val (bytes, crc) = checksum(local)
-    val fs = target.getFileSystem(hadoopConf)
+    val fs = CommittedRows.fileSystem(target, hadoopConf)
     val temp = new Path(target.getParent, "." + target.getName + ".tmp")
     localFile(fs, target) match {
       case Some(dest) =>
@@ -115,7 +115,6 @@ object CommittedShuffleInput {
   }
 
   private def localFile(fs: FileSystem, p: Path): Option[File] = fs match {
-    case l: LocalFileSystem => Some(l.pathToFile(p))
     case r: RawLocalFileSystem => Some(r.pathToFile(p))
     case _ => None
   }
