@@ -24,10 +24,7 @@ def _mark(marks: str):
 
 
 def _count(rows):
-    n, k = 0, None
-    for r in rows:
-        n += 1
-        k = r.k if k is None else k
+    n = sum(1 for _ in rows)
     if n:
         yield (n,)
 
@@ -85,6 +82,11 @@ class Run:
                 .select(mark(F.col("id")).alias("id"))
                 .select("id", (F.col("id") % 11).alias("k")))
 
+    def counted(self):
+        """The operation most tests use: a row count per partition after repartition(4, "k")."""
+        return self.upstream().repartition(4, "k").fullWindowPartition().mapPartition(
+            _count, "n long")
+
     def marked(self) -> int:
         return sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.marks, "*")))
 
@@ -121,10 +123,7 @@ def _collect(df):
 
 def test_a_partly_done_operation_reads_its_committed_shuffle_input(spark, tmp_path):
     with Run(spark, tmp_path, "partly") as run:
-        def job():
-            return run.upstream().repartition(4, "k").fullWindowPartition().mapPartition(
-                _count, "n long")
-
+        job = run.counted
         first, plan = _collect(job())
         assert sum(r[0] for r in first) == ROWS
         assert "committed as" in plan and "FullWindowCommittedInput" not in plan
@@ -178,10 +177,7 @@ def test_coalesced_partitions_are_read_as_they_were_committed(spark, tmp_path):
 
 def test_a_damaged_map_output_runs_the_upstream_again(spark, tmp_path, caplog):
     with Run(spark, tmp_path, "damaged") as run:
-        def job():
-            return run.upstream().repartition(4, "k").fullWindowPartition().mapPartition(
-                _count, "n long")
-
+        job = run.counted
         first, _ = _collect(job())
         run.restart()
         fp = run.vertices("mapPartition")[0]["fingerprint"]
@@ -226,9 +222,7 @@ def test_both_inputs_of_a_cogroup_are_read_back(spark, tmp_path):
 def test_committing_the_shuffle_input_can_be_switched_off(spark, tmp_path):
     off = {"spark.fullwindow.recovery.commitShuffleInput": "false"}
     with Run(spark, tmp_path, "off", off) as run:
-        df = run.upstream().repartition(4, "k").fullWindowPartition().mapPartition(
-            _count, "n long")
-        rows, plan = _collect(df)
+        rows, plan = _collect(run.counted())
         assert sum(r[0] for r in rows) == ROWS
         assert "committed as" not in plan
         run.restart()
@@ -245,10 +239,7 @@ def test_another_shuffle_codec_does_not_read_the_committed_input(spark, tmp_path
     from fullwindow.recovery.eventstore import encode_record
 
     with Run(spark, tmp_path, "codec") as run:
-        def job():
-            return run.upstream().repartition(4, "k").fullWindowPartition().mapPartition(
-                _count, "n long")
-
+        job = run.counted
         first, _ = _collect(job())
         run.restart()
         fp = run.vertices("mapPartition")[0]["fingerprint"]
