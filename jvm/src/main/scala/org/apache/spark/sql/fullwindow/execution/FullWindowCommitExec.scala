@@ -45,10 +45,7 @@ case class FullWindowCommitExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val input = child.execute()
     val n = input.getNumPartitions
-    val reads = FullWindowCommitExec.layoutParts(child)
     val layout = FullWindowCommitExec.layoutOf(child, n)
-    val readsJson = reads.map(r => "\"" + FullWindowRecoveryListener.escape(r) + "\"")
-      .mkString("[", ",", "]")
     // A different partition count or layout than recorded: the earlier outputs do not line up
     // with this run's partitions (they would hold other keys); use none.
     val usable =
@@ -58,12 +55,9 @@ case class FullWindowCommitExec(
       case c: FullWindowCommitExec => c.fingerprint
       case s: FullWindowRecoveredScanExec => s.fingerprint
     }.filterNot(_ == fingerprint).distinct
-    FullWindowRecoveryListener.post(
-      s"""{"type":"vertexInitialized","fingerprint":"$fingerprint",""" +
-        s""""operator":"${FullWindowRecoveryListener.escape(operationName)}","numPartitions":$n,""" +
-        s""""layout":"$layout","reads":$readsJson,"job":"$jobDir",""" +
-        s""""recovered":${usable.size},"inputs":[${upstream.map(u => s""""$u"""").mkString(",")}],""" +
-        s""""time":${System.currentTimeMillis()}}""")
+    FullWindowRecoveryListener.postVertexInitialized(fingerprint, operationName, n, layout,
+      FullWindowCommitExec.layoutParts(child), FullWindowCommitExec.jobDirOf(operatorDir),
+      usable.size, upstream)
     val acc = new CollectionAccumulator[String]
     sparkContext.register(acc, FullWindowRecoveryListener.AccumulatorName)
     val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))

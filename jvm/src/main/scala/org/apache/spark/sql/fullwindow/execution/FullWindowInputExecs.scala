@@ -54,17 +54,14 @@ case class FullWindowCommittingExchangeExec(
       writeMetrics)
     val numMaps = base.rdd.getNumPartitions
     val layout = s"n=${base.partitioner.numPartitions};$codec"
-    val jobDir = FullWindowRecoveryListener.escape(FullWindowCommitExec.jobDirOf(operatorDir))
     val inputDir = s"${operatorDir.stripSuffix("/")}/input$input"
-    FullWindowRecoveryListener.post(
-      s"""{"type":"vertexInitialized","fingerprint":"${FullWindowRecoveryListener.escape(vertex)}",""" +
-        s""""operator":"shuffle input","numPartitions":$numMaps,"layout":"$layout",""" +
-        s""""job":"$jobDir","recovered":0,"inputs":[],"time":${System.currentTimeMillis()}}""")
+    FullWindowRecoveryListener.postVertexInitialized(vertex, "shuffle input", numMaps, layout,
+      Nil, FullWindowCommitExec.jobDirOf(operatorDir), 0, Nil)
     val acc = new CollectionAccumulator[String]
     sparkContext.register(acc, FullWindowRecoveryListener.AccumulatorName)
     val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
     val processor = new CommittingShuffleWriteProcessor(writeMetrics, vertex, layout, inputDir,
-      jobDir, conf, acc)
+      FullWindowRecoveryListener.escape(FullWindowCommitExec.jobDirOf(operatorDir)), conf, acc)
     new ShuffleDependency[Int, InternalRow, InternalRow](base.rdd, base.partitioner,
       base.serializer, None, None, false, processor)
   }

@@ -52,6 +52,22 @@ object FullWindowRecoveryListener {
 
   def post(eventJson: String): Unit = queue.add(eventJson)
 
+  /**
+   * Posts a vertex-initialized event: vertex `fingerprint` of job `jobDir` starts with
+   * `numPartitions` partitions laid out as `layout` (`reads`: what each shuffle read of its stage
+   * reads), `recovered` of them read back, committed upstream operations `inputs`.
+   */
+  def postVertexInitialized(fingerprint: String, operator: String, numPartitions: Int,
+      layout: String, reads: Seq[String], jobDir: String, recovered: Int,
+      inputs: Seq[String]): Unit = {
+    def list(xs: Seq[String]) = xs.map(x => "\"" + escape(x) + "\"").mkString("[", ",", "]")
+    post(s"""{"type":"vertexInitialized","fingerprint":"${escape(fingerprint)}",""" +
+      s""""operator":"${escape(operator)}","numPartitions":$numPartitions,""" +
+      s""""layout":"${escape(layout)}","reads":${list(reads)},"job":"${escape(jobDir)}",""" +
+      s""""recovered":$recovered,"inputs":${list(inputs)},""" +
+      s""""time":${System.currentTimeMillis()}}""")
+  }
+
   /** Registers the listener with `sc` once. */
   def register(sc: SparkContext): Unit = synchronized {
     if (registeredWith ne sc) {
