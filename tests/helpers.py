@@ -71,3 +71,83 @@ def parquet_rows(path: str) -> list[tuple]:
 
     table = pq.read_table(path)
     return sorted(zip(*[table.column(c).to_pylist() for c in table.column_names]))
+
+
+class RecoveryJob:
+    """A batch job run as its own driver process (``script``, settings from the environment) by
+    the recovery crash tests: where its output, markers and recovery state go, how to start it
+    (``start``: to be killed; ``run``: to completion), and what its event store says."""
+
+    script = ""
+
+    def __init__(self, base, name: str, recovery: bool = True):
+        self.base = str(base)
+        self.name = name
+        self.dir = os.path.join(self.base, "recovery")
+        self.out = os.path.join(self.base, f"out-{name}")
+        self.marks = os.path.join(self.base, f"marks-{name}")
+        os.makedirs(self.marks, exist_ok=True)
+        self.recovery = recovery
+
+    def options(self, **options) -> dict:
+        """Environment variables for a subclass's options (None: unset)."""
+        return {}
+
+    def env(self, run: str, slow: float, variant: str, **options) -> dict:
+        env = dict(os.environ)
+        env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
+                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
+                                               env.get("PYTHONPATH", "")]))
+        for k, v in self.options(**options).items():
+            env.pop(k, None)
+            if v is not None:
+                env[k] = v
+        if self.recovery:
+            env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
+        return env
+
+    def _log(self, run: str) -> str:
+        return os.path.join(self.base, f"{self.name}-{run}.log")
+
+    def start(self, run: str, slow: float = 0.0, variant: str = "1",
+              **options) -> subprocess.Popen:
+        log = open(self._log(run), "w")
+        return subprocess.Popen([sys.executable, self.script],
+                                env=self.env(run, slow, variant, **options),
+                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                start_new_session=True)
+
+    def run(self, run: str, slow: float = 0.0, variant: str = "1", **options) -> None:
+        rc = self.start(run, slow, variant, **options).wait(timeout=300)
+        log = open(self._log(run)).read()
+        assert rc == 0 and "JOB DONE" in log, log[-3000:]
+
+    def events(self) -> list[dict]:
+        import warnings
+
+        from fullwindow.recovery import job_events
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return job_events(self.dir, self.name)
+
+    def finished(self, fp: str | None) -> set[int]:
+        return {e["partition"] for e in self.events()
+                if e["type"] == "taskFinished" and e["fingerprint"] == fp}
+
+    def output(self) -> list[tuple]:
+        return parquet_rows(self.out)
+
+
+def record_offsets(data: bytes) -> list[int]:
+    """Where each record of an event-store segment starts."""
+    import struct
+
+    from fullwindow.recovery.eventstore import HEADER_SIZE
+
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        (length,) = struct.unpack_from(">I", data, pos + 4)
+        pos += HEADER_SIZE + length
+    return out

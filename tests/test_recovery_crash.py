@@ -5,56 +5,19 @@ functions leave show that finished partitions did not run again."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import warnings
 
 import pytest
 
 from fullwindow.recovery import job_events
-from helpers import kill_when, parquet_rows
+from helpers import RecoveryJob, kill_when, record_offsets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "tests", "recovery_job.py")
 PARTS = {0, 1, 2, 3}
 
 
-class Job:
-    def __init__(self, base, name: str, recovery: bool = True):
-        self.base = str(base)
-        self.name = name
-        self.dir = os.path.join(self.base, "recovery")
-        self.out = os.path.join(self.base, f"out-{name}")
-        self.marks = os.path.join(self.base, f"marks-{name}")
-        os.makedirs(self.marks, exist_ok=True)
-        self.recovery = recovery
-        self.runs = 0
-
-    def env(self, run: str, slow: float, variant: str = "1") -> dict:
-        env = dict(os.environ)
-        env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
-                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
-                                               env.get("PYTHONPATH", "")]))
-        if self.recovery:
-            env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
-        return env
-
-    def start(self, run: str, slow: float, variant: str = "1") -> subprocess.Popen:
-        log = open(os.path.join(self.base, f"{self.name}-{run}.log"), "w")
-        return subprocess.Popen([sys.executable, JOB], env=self.env(run, slow, variant),
-                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                start_new_session=True)
-
-    def run(self, run: str, slow: float = 0.0, variant: str = "1") -> None:
-        p = self.start(run, slow, variant)
-        rc = p.wait(timeout=300)
-        log = open(os.path.join(self.base, f"{self.name}-{run}.log")).read()
-        assert rc == 0 and "JOB DONE" in log, log[-3000:]
-
-    def events(self) -> list[dict]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return job_events(self.dir, self.name)
+class Job(RecoveryJob):
+    script = JOB
 
     def fingerprints(self) -> tuple[str | None, str | None]:
         """(A, B): A's vertex has no committed inputs, B's has A as input (B's own shuffle
@@ -68,20 +31,11 @@ class Job:
                     a = e["fingerprint"]
         return a, b
 
-    def finished(self, fp: str | None) -> set[int]:
-        return {e["partition"] for e in self.events()
-                if e["type"] == "taskFinished" and e["fingerprint"] == fp}
-
     def ran(self, stage: str, run: str) -> list[int]:
         """Partitions of ``stage`` whose user function ran during ``run`` (sorted, repeated
         when a partition ran more than once)."""
         return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
                       if n.startswith(stage + "-") and n.split("-")[2] == run)
-
-    def output(self) -> list[tuple]:
-        return parquet_rows(self.out)
-
-
 
 
 @pytest.fixture(scope="module")
@@ -179,13 +133,13 @@ def test_truncated_event_file_and_corrupt_record(tmp_path, reference):
     last_b = max(i for i, e in enumerate(events) if e["type"] == "taskFinished"
                  and e["fingerprint"] == b)
     lost_b = events[last_b]["partition"]
-    cut = _record_offsets(data)[last_b] + 10
+    cut = record_offsets(data)[last_b] + 10
     # ... and a record in the middle (an A task-finished) is corrupted
     first_a = min(i for i, e in enumerate(events) if e["type"] == "taskFinished"
                   and e["fingerprint"] == a)
     lost_a = events[first_a]["partition"]
     damaged = bytearray(data[:cut])
-    damaged[_record_offsets(data)[first_a] + 20] ^= 0xFF
+    damaged[record_offsets(data)[first_a] + 20] ^= 0xFF
     open(seg, "wb").write(bytes(damaged))
     with pytest.warns(EventStoreWarning):
         job_events(job.dir, job.name)
@@ -196,24 +150,14 @@ def test_truncated_event_file_and_corrupt_record(tmp_path, reference):
     survived_b = {e["partition"] for e in decode_records(bytes(damaged))[0]
                   if e["type"] == "taskFinished" and e["fingerprint"] == b}
     assert lost_b not in survived_b
+    survived_a = {e["partition"] for e in decode_records(bytes(damaged))[0]
+                  if e["type"] == "taskFinished" and e["fingerprint"] == a}
+    assert survived_a == PARTS - {lost_a}  # the corrupt record alone was skipped
     assert job.ran("B", "r2") == sorted(PARTS - survived_b)
     # A lost one finished event, so it is not wholly recovered; but its only consumer, B, reads
     # its committed shuffle input back (written by A's stage, its events intact), so A need not
     # run at all (test_killed_during_the_upstream_stage has A partly done and B's input not)
     assert job.ran("A", "r2") == []
-
-
-def _record_offsets(data: bytes) -> list[int]:
-    import struct
-
-    from fullwindow.recovery.eventstore import HEADER_SIZE
-
-    out, pos = [], 0
-    while pos < len(data):
-        out.append(pos)
-        (length,) = struct.unpack_from(">I", data, pos + 4)
-        pos += HEADER_SIZE + length
-    return out
 
 
 def test_cleanup_removes_the_job_directory(tmp_path):

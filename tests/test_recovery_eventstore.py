@@ -3,11 +3,11 @@ checksummed records, and damage-tolerant reading."""
 from __future__ import annotations
 
 import os
-import struct
 import time
 import warnings
 
 import pytest
+from helpers import record_offsets
 
 from fullwindow.recovery.eventstore import (HEADER_SIZE, EventStore, EventStoreWarning,
                                             decode_records, encode_record)
@@ -126,15 +126,6 @@ def test_torn_tail_is_skipped_with_a_warning(tmp_path):
     assert [e["partition"] for e in read(tmp_path, expect_warning=True)] == list(range(9))
 
 
-def _offsets(data: bytes) -> list[int]:
-    out, pos = [], 0
-    while pos < len(data):
-        out.append(pos)
-        (length,) = struct.unpack_from(">I", data, pos + 4)
-        pos += HEADER_SIZE + length
-    return out
-
-
 @pytest.mark.parametrize("where", ["payload", "length", "magic", "checksum"])
 def test_corrupt_record_in_the_middle_keeps_every_other_record(tmp_path, where):
     with EventStore(str(tmp_path)) as store:
@@ -142,7 +133,7 @@ def test_corrupt_record_in_the_middle_keeps_every_other_record(tmp_path, where):
             store.append(ev(i, pad=i))
     seg = segment_files(tmp_path)[0]
     data = bytearray(open(seg, "rb").read())
-    at = _offsets(bytes(data))[4]
+    at = record_offsets(bytes(data))[4]
     index = {"magic": at + 1, "length": at + 7, "checksum": at + 9, "payload": at + HEADER_SIZE + 5}
     data[index[where]] ^= 0x5A
     open(seg, "wb").write(bytes(data))

@@ -7,64 +7,26 @@ runs under adaptive execution reuse nothing, and the SQL hint forms recover."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import warnings
 
 import pytest
 
 from fullwindow.recovery import job_events
-from helpers import kill_when, parquet_rows
+from helpers import RecoveryJob, kill_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "tests", "recovery_keyed_job.py")
 
 
-class Job:
+class Job(RecoveryJob):
+    script = JOB
+
     def __init__(self, base, name: str, recovery: bool = True, commit_input: bool = True):
-        self.base = str(base)
+        super().__init__(base, name, recovery)
         self.commit_input = commit_input
-        self.name = name
-        self.dir = os.path.join(self.base, "recovery")
-        self.out = os.path.join(self.base, f"out-{name}")
-        self.marks = os.path.join(self.base, f"marks-{name}")
-        os.makedirs(self.marks, exist_ok=True)
-        self.recovery = recovery
 
-    def env(self, run: str, slow: float, variant: str, coalesce: str | None) -> dict:
-        env = dict(os.environ)
-        env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
-                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
-                                               env.get("PYTHONPATH", "")]))
-        env.pop("COALESCE", None)
-        if coalesce:
-            env["COALESCE"] = coalesce
-        if self.recovery:
-            env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
-        env.pop("COMMIT_INPUT", None)
-        if not self.commit_input:
-            env["COMMIT_INPUT"] = "false"
-        return env
-
-    def start(self, run: str, slow: float = 0.0, variant: str = "1",
-              coalesce: str | None = None) -> subprocess.Popen:
-        log = open(os.path.join(self.base, f"{self.name}-{run}.log"), "w")
-        return subprocess.Popen([sys.executable, JOB], env=self.env(run, slow, variant, coalesce),
-                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                start_new_session=True)
-
-    def run(self, run: str, slow: float = 0.0, variant: str = "1",
-            coalesce: str | None = None) -> None:
-        p = self.start(run, slow, variant, coalesce)
-        rc = p.wait(timeout=300)
-        log = open(os.path.join(self.base, f"{self.name}-{run}.log")).read()
-        assert rc == 0 and "JOB DONE" in log, log[-3000:]
-
-    def events(self) -> list[dict]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return job_events(self.dir, self.name)
+    def options(self, coalesce: str | None = None) -> dict:
+        return {"COALESCE": coalesce, "COMMIT_INPUT": None if self.commit_input else "false"}
 
     def fingerprint(self, operator: str) -> str | None:
         """The last fingerprint initialized for ``operator`` ("keyed mapPartition", "coGroup")."""
@@ -78,10 +40,6 @@ class Job:
         return [e for e in self.events()
                 if e["type"] == "vertexInitialized" and e["fingerprint"] == fp][-1]
 
-    def finished(self, fp: str | None) -> set[int]:
-        return {e["partition"] for e in self.events()
-                if e["type"] == "taskFinished" and e["fingerprint"] == fp}
-
     def ran(self, stage: str, run: str) -> list[tuple[int, int]]:
         """(partition, key) each time ``stage``'s function handled a key during ``run``."""
         out = []
@@ -90,11 +48,6 @@ class Job:
             if s == stage and r == run:
                 out.append((int(part), int(key)))
         return sorted(out)
-
-    def output(self) -> list[tuple]:
-        return parquet_rows(self.out)
-
-
 
 
 def keys_of(pairs, partitions) -> list[tuple[int, int]]:
