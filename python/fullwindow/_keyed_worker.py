@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
-from functools import partial
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
@@ -22,9 +21,9 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
-from fullwindow._worker import (Prefetcher, checked_batches, RowDecoder, RowEncoder, _iterable, end_of_input,
-                                partition_id)
-from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
+from fullwindow._worker import (Prefetcher, RowDecoder, RowEncoder, _iterable, _row_coercer,
+                                checked_batches, end_of_input, partition_id)
+from fullwindow.errors import SchemaMismatchError
 
 # Key types whose Arrow arrays pyarrow compares with not_equal, with Python's equality.
 _ARROW_COMPARABLE = (BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
@@ -203,24 +202,6 @@ def groups(segments: Iterator[tuple]) -> Iterator[tuple[Any, Iterator[Any]]]:
 
 def _key_tuple(key: Any, single: bool) -> tuple:
     return (key,) if single else tuple(key)
-
-
-def _row_coercer(operation: str, in_schema: StructType, row_class: type):
-    names = in_schema.names
-    new_row = partial(tuple.__new__, row_class)
-
-    def as_row(value):
-        # what func returns is handed back to it as `a`: keep it a Row of the input
-        if isinstance(value, Row) and getattr(value, "__fields__", None) == names:
-            return value
-        if isinstance(value, tuple) and len(value) == len(names):
-            return new_row(value)
-        if isinstance(value, dict):
-            return new_row([value.get(n) for n in names])
-        raise FullWindowTypeError(
-            f"{operation}: partition {partition_id()}: func returned {value!r}; it must "
-            f"return the combined row, a Row or tuple of {in_schema.simpleString()}")
-    return as_row
 
 
 # ---- the keyed operations ---------------------------------------------------------------------

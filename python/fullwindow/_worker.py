@@ -313,25 +313,29 @@ def aggregate(agg, in_schema, encoder: RowEncoder, depth: int):
     return run
 
 
-def reduce(func, in_schema, encoder: RowEncoder, depth: int):
+def _row_coercer(operation: str, in_schema: StructType, row_class: type):
+    """What reduce's func returns, made a Row of the input again (it is handed back as `a`)."""
     names = in_schema.names
+    new_row = partial(tuple.__new__, row_class)
 
+    def as_row(value):
+        if isinstance(value, Row) and getattr(value, "__fields__", None) == names:
+            return value
+        if isinstance(value, tuple) and len(value) == len(names):
+            return new_row(value)
+        if isinstance(value, dict):
+            return new_row([value.get(n) for n in names])
+        raise FullWindowTypeError(
+            f"{operation}: partition {partition_id()}: func returned {value!r}; it must "
+            f"return the combined row, a Row or tuple of {in_schema.simpleString()}")
+    return as_row
+
+
+def reduce(func, in_schema, encoder: RowEncoder, depth: int):
     def run(batches):
         with _Run(batches, in_schema, depth) as r:
             row_class = r.prefetch._decode.row_class
-            new_row = partial(tuple.__new__, row_class)
-
-            def as_row(value):
-                # what func returns is handed back to it as `a`: keep it a Row of the input
-                if isinstance(value, Row) and getattr(value, "__fields__", None) == names:
-                    return value
-                if isinstance(value, tuple) and len(value) == len(names):
-                    return new_row(value)
-                if isinstance(value, dict):
-                    return new_row([value.get(n) for n in names])
-                raise FullWindowTypeError(
-                    f"reduce: partition {partition_id()}: func returned {value!r}; it must "
-                    f"return the combined row, a Row or tuple of {in_schema.simpleString()}")
+            as_row = _row_coercer("reduce", in_schema, row_class)
 
             it = r.rows()
             acc = next(it, _MISSING)
