@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
 import json
 import logging
 import threading
@@ -288,11 +289,7 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     damaged: List[int] = []
     if vertex is not None:
         for p, e in sorted(vertex.finished.items()):
-            try:
-                ok = bool(fw.verifyCommitted(spark._jsparkSession, str(e["path"]), int(e["bytes"]),
-                                             int(e["checksum"])))
-            except (KeyError, TypeError, ValueError):
-                ok = False
+            ok = _intact(fw, spark, e.get("path"), e.get("bytes"), e.get("checksum"))
             (verified.__setitem__(p, e) if ok else damaged.append(p))
     if damaged:
         log.warning("fullwindow: %s %s: the committed outputs of partitions %s are missing or "
@@ -304,22 +301,28 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     n = vertex.num_partitions if vertex is not None else None
     gateway = spark.sparkContext._gateway
     if n is not None and n >= 0 and len(verified) == n and all(p in verified for p in range(n)):
-        jpaths = gateway.new_array(gateway.jvm.String, n)
-        for p in range(n):
-            jpaths[p] = str(verified[p]["path"])
+        jpaths = _string_array(gateway, [str(verified[p]["path"]) for p in range(n)])
         total = sum(int(verified[p]["bytes"]) for p in range(n))
         return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
     inputs, input_files = _committed_inputs(fw, spark, job, fp, operation, vertex)
     parts = sorted(verified)
     jparts = gateway.new_array(gateway.jvm.int, len(parts))
-    jpaths = gateway.new_array(gateway.jvm.String, len(parts))
     for i, p in enumerate(parts):
         jparts[i] = p
-        jpaths[i] = str(verified[p]["path"])
+    jpaths = _string_array(gateway, [str(verified[p]["path"]) for p in parts])
     layout = (vertex.layout if vertex is not None else None) or ""
     return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
                                jparts, jpaths, _string_array(gateway, inputs),
                                _string_array(gateway, input_files)), spark)
+
+
+def _intact(fw: Any, spark: Any, path: Any, size: Any, crc: Any) -> bool:
+    """Whether a committed file is there with the size and CRC32 its event recorded (read on
+    the driver); a malformed event is not."""
+    try:
+        return bool(fw.verifyCommitted(spark._jsparkSession, str(path), int(size), int(crc)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _string_array(gateway: Any, items: List[str]) -> Any:
@@ -338,7 +341,7 @@ def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
     inputs: List[str] = []
     files: List[str] = []
     reads = vertex.reads if vertex is not None else []
-    for k in range(64):
+    for k in itertools.count():
         v = job.state.get(f"{fp}/input{k}")
         if v is None:
             break
@@ -348,16 +351,10 @@ def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
             continue
         n_text, _, codec = layout.partition(";")
 
-        def intact(e: Dict[str, Any]) -> bool:
-            try:
-                return bool(fw.verifyCommitted(spark._jsparkSession, str(e["path"]), int(e["bytes"]),
-                                               int(e["checksum"]))
-                            and fw.verifyCommitted(spark._jsparkSession, str(e["indexPath"]),
-                                                   int(e["indexBytes"]), int(e["indexChecksum"])))
-            except (KeyError, TypeError, ValueError):
-                return False
-
-        damaged = [p for p, e in sorted(v.finished.items()) if not intact(e)]
+        damaged = [p for p, e in sorted(v.finished.items())
+                   if not (_intact(fw, spark, e.get("path"), e.get("bytes"), e.get("checksum"))
+                           and _intact(fw, spark, e.get("indexPath"), e.get("indexBytes"),
+                                       e.get("indexChecksum")))]
         if damaged:
             log.warning("fullwindow: %s %s: committed shuffle input %d is missing or damaged "
                         "(map outputs %s); it is computed again", operation, fp, k, damaged)
