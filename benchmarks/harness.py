@@ -10,6 +10,7 @@ its timings and the metrics of every run as JSON; the parent prints the table, a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -195,6 +196,30 @@ def _proc_tree_cpu(root: int) -> tuple[float, float] | None:
             seen += 1
         return False
     return own[root], sum(t for pid, t in with_children.items() if under_root(pid))
+
+
+@contextlib.contextmanager
+def child_result(path: str, res: dict[str, Any], log=None):
+    """The body of a stand-alone benchmark's child process (heavy_key.py, recovery.py): yields a
+    dict to put the child's SparkSession in (``["spark"]``); an exception in the body is recorded
+    in ``res`` (status "failed" and the traceback's end, also passed to ``log``), and whatever
+    happens ``res`` is written to ``path`` as JSON and the session is stopped."""
+    child: dict[str, Any] = {}
+    try:
+        yield child
+    except Exception:  # noqa: BLE001  (the outcome is what is recorded)
+        res["status"] = "failed"
+        res["error"] = traceback.format_exc()[-4000:]
+        if log is not None:
+            log(res["error"])
+    finally:
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+        if child.get("spark") is not None:
+            try:
+                child["spark"].stop()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def _machine(spark) -> dict[str, Any]:

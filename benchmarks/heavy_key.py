@@ -37,10 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from typing import Any
 
-from benchmarks.harness import BASE_CONF, DEFAULT_OUT, HERE, ROOT, _fmt_bytes, _machine
+from benchmarks.harness import (BASE_CONF, DEFAULT_OUT, HERE, ROOT, _fmt_bytes, _machine,
+                                child_result)
 from benchmarks.data import ONE_PARTITION_PER_FILE
 
 JSON_PATH = os.path.join(HERE, "heavy_key.json")
@@ -99,9 +99,8 @@ def _generate(out_dir: str, rows: int) -> None:
 def _child(args: argparse.Namespace) -> int:
     conf = SETTINGS[args.setting]
     out: dict[str, Any] = {"variant": args.child, "setting": args.setting, "conf": conf}
-    spark = None
-    try:
-        spark = _session(args.out_dir, conf, f"{args.child}, {args.setting}")
+    with child_result(args.child_json, out) as child:
+        spark = child["spark"] = _session(args.out_dir, conf, f"{args.child}, {args.setting}")
         jvm = spark.sparkContext._jvm
         out["jvm_max_heap_bytes"] = jvm.java.lang.Runtime.getRuntime().maxMemory()
         out["machine"] = _machine(spark)
@@ -140,17 +139,6 @@ def _child(args: argparse.Namespace) -> int:
             out["metrics"] = m
         except Exception:  # noqa: BLE001
             out["metrics"] = {}
-    except Exception:  # noqa: BLE001
-        out["status"] = "failed"
-        out["error"] = traceback.format_exc()[-4000:]
-    finally:
-        with open(args.child_json, "w") as f:
-            json.dump(out, f, indent=1)
-        if spark is not None:
-            try:
-                spark.stop()
-            except Exception:  # noqa: BLE001
-                pass
     return 0
 
 

@@ -60,14 +60,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 import warnings
 from typing import Any
 
 from benchmarks.data import ONE_PARTITION_PER_FILE
 from benchmarks.harness import (DEFAULT_OUT, HERE, ROOT, _cpu_busy, _fmt_bytes, _machine,
-                                _proc_tree_cpu, _stats)
+                                _proc_tree_cpu, _stats, child_result)
 
 T_IMPORT = time.time()  # close to this process's start (the child's own reference point)
 
@@ -166,9 +165,9 @@ def _recovery_conf(directory: str, job_id: str) -> dict[str, str]:
 def _child_run(args: argparse.Namespace) -> int:
     """One run of the job in this process (recovery on), timed from session-ready to written."""
     res: dict[str, Any] = {"t_import": T_IMPORT}
-    spark = None
-    try:
-        spark = _session(args, _recovery_conf(args.recovery_dir, args.job_id), args.job_id)
+    with child_result(args.child_json, res) as child:
+        spark = child["spark"] = _session(args, _recovery_conf(args.recovery_dir, args.job_id),
+                                          args.job_id)
         res["t_ready"] = time.time()
         import fullwindow.recovery
         jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
@@ -189,17 +188,6 @@ def _child_run(args: argparse.Namespace) -> int:
         res["status"] = "completed"
         if args.machine:
             res["machine"] = _machine(spark)
-    except Exception:  # noqa: BLE001
-        res["status"] = "failed"
-        res["error"] = traceback.format_exc()[-4000:]
-    finally:
-        with open(args.child_json, "w") as f:
-            json.dump(res, f)
-        if spark is not None:
-            try:
-                spark.stop()
-            except Exception:  # noqa: BLE001
-                pass
     return 0
 
 
@@ -272,11 +260,10 @@ def _committed(job_dir: str) -> dict[str, Any]:
 def _child_overhead(args: argparse.Namespace) -> int:
     """Recovery off vs on, interleaved, in one session."""
     res: dict[str, Any] = {"runs": []}
-    spark = None
-    try:
+    with child_result(args.child_json, res, _log) as child:
         probes = _instrument()
         import fullwindow.recovery
-        spark = _session(args, {}, "overhead")
+        spark = child["spark"] = _session(args, {}, "overhead")
         res["machine"] = _machine(spark)
         sc = spark.sparkContext
         jvm = sc._jvm
@@ -337,18 +324,6 @@ def _child_overhead(args: argparse.Namespace) -> int:
         spark.conf.set("spark.fullwindow.recovery.enabled", "false")
         res["loadavg_end"] = list(os.getloadavg())
         res["status"] = "completed"
-    except Exception:  # noqa: BLE001
-        res["status"] = "failed"
-        res["error"] = traceback.format_exc()[-4000:]
-        _log(res["error"])
-    finally:
-        with open(args.child_json, "w") as f:
-            json.dump(res, f, indent=1)
-        if spark is not None:
-            try:
-                spark.stop()
-            except Exception:  # noqa: BLE001
-                pass
     return 0
 
 
