@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+import fullwindow
+
 from cluster import StandaloneCluster
 from helpers import run_python
 
@@ -46,5 +48,6 @@ def test_sort_partition_on_a_standalone_cluster(cluster):
     assert "FullWindowSortPartition" in res["plan"] and "Exchange" not in res["plan"]
     # the work ran in executor processes the worker launched, which fetched the package's jar
     assert res["executors"] >= 1
-    fetched = glob.glob(os.path.join(cluster.logdir, "work", "app-*", "*", "fullwindow.jar"))
-    assert fetched, f"no executor fetched fullwindow.jar under {cluster.logdir}/work"
+    jar = os.path.basename(fullwindow.jar_path())
+    fetched = glob.glob(os.path.join(cluster.logdir, "work", "app-*", "*", jar))
+    assert fetched, f"no executor fetched {jar} under {cluster.logdir}/work"

@@ -182,7 +182,7 @@ def test_configure_keeps_other_extensions_and_jars():
         print("SP", b._options["spark.sql.shuffle.partitions"])
     """)
     assert "EXT some.Other,fullwindow.sql.FullWindowExtensions" in r.stdout, r.stderr[-2000:]
-    assert "JARS /tmp/x.jar," in r.stdout and "fullwindow.jar" in r.stdout
+    assert "JARS /tmp/x.jar," in r.stdout and "fullwindow-spark" in r.stdout
     assert "SP 3" in r.stdout
 
 

@@ -16,9 +16,33 @@ _FACADE = "org.apache.spark.sql.fullwindow.FullWindowPython"
 _JVM_ERROR = "org.apache.spark.sql.fullwindow.FullWindowAnalysisException"
 
 
-def jar_path() -> str:
-    """The path of the extension jar shipped inside this package."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "fullwindow.jar")
+# The Spark lines this package carries a jar for (dev/spark-lines), with their Scala binary version.
+SUPPORTED_LINES = {"3.5": "2.12", "4.0": "2.13", "4.1": "2.13", "4.2": "2.13", "4.3": "2.13"}
+
+
+def spark_line(version: str | None = None) -> str:
+    """The Spark line (``major.minor``) of ``version``, by default the running pyspark's."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else version
+
+
+def jar_path(version: str | None = None) -> str:
+    """The path of the extension jar, shipped inside this package, for the running pyspark's
+    Spark line (or ``version``'s). Raises FullWindowSetupError on a line with no jar."""
+    line = spark_line(version)
+    if line not in SUPPORTED_LINES:
+        import pyspark
+
+        raise FullWindowSetupError(
+            f"fullwindow supports Spark {', '.join(SUPPORTED_LINES)}; "
+            f"the running pyspark is {version or pyspark.__version__} (Spark {line}). Install a "
+            "pyspark of a supported line (e.g. pip install 'pyspark>=3.5,<4.4').")
+    name = f"fullwindow-spark{line}_{SUPPORTED_LINES[line]}.jar"
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", name)
 
 
 _HOW_TO_FIX = (

@@ -1,0 +1,15 @@
+# Sourced by dev/*: reads dev/spark-lines.
+FW_DEFAULT_LINE=4.3
+fw_lines() {  # every line, or with --other every line but the default
+  awk -v skip="${1:-}" -v def="$FW_DEFAULT_LINE" \
+    '!/^#/ && NF { if (!(skip == "--other" && $1 == def)) print $1 }' "$(dirname "${BASH_SOURCE[0]}")/spark-lines"
+}
+fw_field() {  # fw_field LINE N[-]: the N-th (or N-th and later) field of LINE's row
+  local row
+  row=$(awk -v l="$1" '!/^#/ && $1 == l' "$(dirname "${BASH_SOURCE[0]}")/spark-lines")
+  [ -n "$row" ] || { echo "unsupported Spark line '$1'; supported: $(fw_lines | xargs)" >&2; return 2; }
+  echo "$row" | tr -s ' ' | cut -d' ' -f"$2"
+}
+fw_python() {  # the python of LINE's venv
+  if [ "$1" = "$FW_DEFAULT_LINE" ]; then echo .venv/bin/python; else echo ".venvs/spark-$1/bin/python"; fi
+}

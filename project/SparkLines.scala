@@ -1,0 +1,54 @@
+// The Spark lines of dev/spark-lines, for build.sbt: which jars and which shim folders each uses.
+import java.io.File
+
+import sbt._
+import sbt.io.IO
+
+object SparkLines {
+  case class SparkLine(name: String, pyspark: String, scala: String) {
+    val major: Int = name.split('.')(0).toInt
+    val minor: Int = name.split('.')(1).toInt
+    def id: String = s"spark$major$minor"
+    def scalaBinary: String = scala.split('.').take(2).mkString(".")
+    def jarName: String = s"fullwindow-spark${name}_$scalaBinary.jar"
+    def in(from: (Int, Int), to: (Int, Int)): Boolean = {
+      val v = (major, minor)
+      Ordering[(Int, Int)].lteq(from, v) && Ordering[(Int, Int)].lteq(v, to)
+    }
+  }
+
+  val DefaultLine = "4.3"
+
+  lazy val sparkLines: Seq[SparkLine] =
+    IO.readLines(new File("dev/spark-lines")).map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#"))
+      .map(_.split("\\s+")).map(f => SparkLine(f(0), f(1), f(2)))
+
+  /** pyspark's jars/ folder for a line: the env override, else the line's venv. */
+  def sparkJarsDir(root: File, line: SparkLine): File = {
+    val env = s"FULLWINDOW_SPARK_JARS_${line.name.replace('.', '_')}"
+    val venv = if (line.name == DefaultLine) root / ".venv" else root / ".venvs" / s"spark-${line.name}"
+    val dir = sys.env.get(env).map(file).orElse(
+      (venv / "lib" * "python*" / "site-packages" / "pyspark" / "jars").get.headOption
+    ).getOrElse(sys.error(
+      s"no pyspark ${line.pyspark} jars for Spark ${line.name}: run dev/venvs ${line.name} " +
+        s"(dev/setup for $DefaultLine), or set $env"))
+    val lib = (dir * "scala-library-*.jar").get.map(_.getName)
+    require(lib.contains(s"scala-library-${line.scala}.jar"),
+      s"$dir ships ${lib.mkString}, dev/spark-lines says Scala ${line.scala} for Spark ${line.name}")
+    dir
+  }
+
+  /** The shim folders that hold a line: spark-<line> or spark-<first>-<last>. */
+  def shimDirs(root: File, line: SparkLine): Seq[File] = {
+    val Range = """spark-(\d+)\.(\d+)(?:-(\d+)\.(\d+))?""".r
+    (root / "jvm" / "src" / "shims" * DirectoryFilter).get.sortBy(_.getName).flatMap { d =>
+      d.getName match {
+        case Range(a, b, c, e) =>
+          val from = (a.toInt, b.toInt)
+          val to = if (c == null) from else (c.toInt, e.toInt)
+          if (line.in(from, to)) Some(d / "scala") else None
+        case _ => None
+      }
+    }
+  }
+}
