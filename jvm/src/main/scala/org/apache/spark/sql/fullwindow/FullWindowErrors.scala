@@ -1,7 +1,7 @@
 package org.apache.spark.sql.fullwindow
 
-import org.apache.spark.QueryContext
 import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.fullwindow.shims.KeepsClassOnCopy
 
 /**
  * An error of fullwindow's own, raised while a query is analyzed. `kind` is a stable code that the
@@ -11,21 +11,10 @@ import org.apache.spark.sql.AnalysisException
  * and keeps its class when the analyzer copies it to attach a position.
  */
 class FullWindowAnalysisException(val kind: String, val detail: String)
-  extends AnalysisException(FullWindowAnalysisException.Condition,
+  extends KeepsClassOnCopy(FullWindowAnalysisException.Condition,
     Map("errorMessage" -> s"[FULLWINDOW.$kind] $detail")) {
 
-  override def copy(
-      message: String, line: Option[Int], startPosition: Option[Int], cause: Option[Throwable],
-      errorClass: Option[String], messageParameters: Map[String, String],
-      context: Array[QueryContext]): AnalysisException =
-    new FullWindowAnalysisException(kind, detail)
-
-  override def copy(
-      message: String, line: Option[Int], startPosition: Option[Int], cause: Option[Throwable],
-      errorClass: Option[String], messageParameters: Map[String, String],
-      context: Array[QueryContext], sqlState: Option[String],
-      messageTemplate: Option[String]): AnalysisException =
-    new FullWindowAnalysisException(kind, detail)
+  override protected def recreate(): AnalysisException = new FullWindowAnalysisException(kind, detail)
 }
 
 object FullWindowAnalysisException {

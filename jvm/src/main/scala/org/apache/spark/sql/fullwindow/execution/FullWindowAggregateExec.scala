@@ -6,9 +6,9 @@ import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Attribut
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
 import org.apache.spark.sql.fullwindow.logical.FullWindowPartitionKey
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 
 /**
  * Aggregates each partition on its own, with Spark's aggregation iterator (every built-in
@@ -50,10 +50,8 @@ case class FullWindowAggregateExec(
         Iterator.empty // an empty partition has no window, hence no row
       } else {
         val counted = rows.map { r => rowsIn += 1; r }
-        new SortBasedAggregationIterator(index, groupingExpressions, child.output, counted,
-          aggregateExpressions, aggregateAttributes, 0, resultExpressions,
-          (exprs: Seq[Expression], schema: Seq[Attribute]) => MutableProjection.create(exprs, schema),
-          rowsOut, aggTime)
+        SparkShims.sortAggregationIterator(index, groupingExpressions, child.output, counted,
+          aggregateExpressions, aggregateAttributes, resultExpressions, rowsOut, aggTime)
       }
     }
   }

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.fullwindow.execution
 
 import org.apache.spark.JobArtifactSet
-import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF}
@@ -10,7 +9,8 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.python.{ArrowPythonRunner, MapInBatchEvaluatorFactory, PythonSQLMetrics}
+import org.apache.spark.sql.execution.python.{MapInBatchEvaluatorFactory, PythonSQLMetrics}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 
 /**
  * Runs a Python function over each whole partition through Spark's own Arrow Python runner (the
@@ -95,19 +95,8 @@ object PythonArrowEval {
       pythonMetrics: Map[String, SQLMetric],
       jobArtifactUUID: Option[String]): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
-    val factory = new MapInBatchEvaluatorFactory(
-      output,
-      Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)),
-      inputSchema,
-      udf.dataType,
-      conf.arrowMaxRecordsPerBatch,
-      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
-      conf.sessionLocalTimeZone,
-      conf.arrowUseLargeVarTypes,
-      ArrowPythonRunner.getPythonRunnerConfMap(conf),
-      pythonMetrics,
-      jobArtifactUUID,
-      None)
+    val factory = SparkShims.mapInArrowFactory(
+      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID)
     new PythonArrowEval(factory,
       byteLimitUnreachable(inputSchema, conf.arrowMaxRecordsPerBatch, conf.arrowMaxBytesPerBatch))
   }

@@ -15,6 +15,7 @@ import org.apache.spark.scheduler.MapStatus
 import org.apache.spark.shuffle.{ShuffleWriteMetricsReporter, ShuffleWriteProcessor}
 import org.apache.spark.shuffle.sort.SortShuffleManager
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLShuffleWriteMetricsReporter}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
 /**
@@ -158,7 +159,7 @@ class CommittingShuffleWriteProcessor(
       mapIndex: Int,
       context: TaskContext): MapStatus = {
     val status = super.write(inputs, dep, mapId, mapIndex, context)
-    SparkEnv.get.shuffleManagerFor(dep) match {
+    SparkShims.shuffleManagerFor(SparkEnv.get, dep) match {
       case sort: SortShuffleManager =>
         val resolver = sort.shuffleBlockResolver
         try {

@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageEx
 import org.apache.spark.sql.execution.exchange.{Exchange, ShuffleExchangeExec}
 import org.apache.spark.sql.fullwindow.execution.{FullWindowCommitExec, FullWindowCommittedInputExec, FullWindowCommittingExchangeExec}
 import org.apache.spark.sql.fullwindow.recovery.CommittedShuffleInput
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -32,12 +33,12 @@ object CommitFullWindowInputs extends Rule[SparkPlan] {
   private def enabled: Boolean =
     SQLConf.get.getConfString(CommittedShuffleInput.EnabledKey, "true").trim.toBoolean &&
       SparkEnv.get != null &&
-      SparkEnv.get.blockingShuffleManager.isInstanceOf[SortShuffleManager]
+      SparkShims.blockingShuffleManager(SparkEnv.get).isInstanceOf[SortShuffleManager]
 
   private def rewrite(c: FullWindowCommitExec): FullWindowCommitExec = {
     val codec = CommittedShuffleInput.codecOf(SparkEnv.get.conf).getOrElse(return c)
     val inputs = stageInputs(c.child)
-    val exchanges = inputs.collect { case e: ShuffleExchangeExec if !e.pipelined => e }
+    val exchanges = inputs.collect { case e: ShuffleExchangeExec if !SparkShims.isPipelined(e) => e }
     if (inputs.isEmpty || exchanges.size != inputs.size) return c
     val readBack = exchanges.zipWithIndex.map { case (e, k) => committedInput(c, e, k, codec) }
     val replaced =
