@@ -21,6 +21,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
                                StringType, StructField, StructType, TimestampNTZType,
                                TimestampType)
 
+from fullwindow._compat import arrow_value_converter, to_pylist
 from fullwindow._worker import (Prefetcher, RowDecoder, RowEncoder, _iterable, _row_coercer,
                                 checked_batches, end_of_input, partition_id)
 from fullwindow.errors import SchemaMismatchError
@@ -58,8 +59,6 @@ class KeySplitter:
     """
 
     def __init__(self, schema: StructType, key_idx: list[int], extra_idx: tuple = ()):
-        from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
-
         self.key_idx = list(key_idx)
         self.extra_idx = list(extra_idx)
         self.compare_idx = self.extra_idx + self.key_idx
@@ -69,10 +68,8 @@ class KeySplitter:
                         for i in self.compare_idx)
         self.floats = {i for i in self.compare_idx
                        if isinstance(fields[i].dataType, (FloatType, DoubleType))}
-        self._to_pylist = a2r._to_pylist
-        self._conv = {i: a2r._create_converter(fields[i].dataType, none_on_identity=True,
-                                               binary_as_bytes=True)
-                      for i in self.compare_idx}
+        self._to_pylist = to_pylist
+        self._conv = {i: arrow_value_converter(fields[i].dataType) for i in self.compare_idx}
 
     def _values(self, column: pa.Array, i: int) -> list:
         values = self._to_pylist(column)

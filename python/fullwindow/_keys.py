@@ -7,8 +7,9 @@ from typing import Any, Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType, VariantType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from fullwindow._compat import VariantType
 from fullwindow._order import Order
 from fullwindow.errors import FullWindowTypeError, FullWindowValueError, KeyNotSortableError
 

@@ -18,6 +18,8 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 from pyspark.sql.types import Row, StructType
 
+from fullwindow._compat import (arrow_value_converter, enforce_schema, rows_to_arrow,
+                                to_arrow_schema, to_pylist)
 from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
 
 _MISSING = object()
@@ -89,11 +91,8 @@ class RowDecoder:
 
     def __init__(self, schema: StructType):
         _tune_worker_gc()
-        from pyspark.sql.conversion import ArrowTableToRowsConversion as a2r
-
-        self._to_pylist = a2r._to_pylist
-        self._converters = [a2r._create_converter(f.dataType, none_on_identity=True,
-                                                  binary_as_bytes=True) for f in schema.fields]
+        self._to_pylist = to_pylist
+        self._converters = [arrow_value_converter(f.dataType) for f in schema.fields]
         self.row_class = _row_class(schema.names)
         self._new = partial(tuple.__new__, self.row_class)
 
@@ -166,29 +165,23 @@ class RowEncoder:
     declared schema, and explains precisely what does not fit when something does not."""
 
     def __init__(self, operation: str, schema: StructType, large_var_types: bool, batch_size: int):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         self.operation, self.schema = operation, schema
         self.large = large_var_types
         self.batch_size = batch_size if batch_size > 0 else 10_000
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC", prefers_large_types=large_var_types)
+        self.arrow_schema = to_arrow_schema(schema, large_var_types)
 
     def _where(self) -> str:
         return f"{self.operation}: partition {partition_id()}"
 
     def encode(self, rows: list) -> pa.RecordBatch:
-        from pyspark.sql.conversion import LocalDataToArrowConversion
-
         try:
-            table = LocalDataToArrowConversion.convert(rows, self.schema, self.large)
+            table = rows_to_arrow(rows, self.schema, self.large)
         except Exception as err:  # noqa: BLE001 - diagnosed below, then re-raised
             self._diagnose(rows, err)
             raise
         return table.combine_chunks().to_batches()[0]
 
     def _diagnose(self, rows: list, err: Exception) -> None:
-        from pyspark.sql.conversion import LocalDataToArrowConversion
-
         names = self.schema.names
         for row in rows:
             if isinstance(row, dict):
@@ -205,7 +198,7 @@ class RowEncoder:
                     f"schema {self.schema.simpleString()}; got {type(row).__name__} {row!r}") from None
             for field, value in zip(self.schema.fields, values):
                 try:
-                    LocalDataToArrowConversion.convert([(value,)], StructType([field]), self.large)
+                    rows_to_arrow([(value,)], StructType([field]), self.large)
                 except Exception:  # noqa: BLE001
                     raise SchemaMismatchError(
                         f"{self._where()}: field '{field.name}' expects "
@@ -272,15 +265,13 @@ def map_partition(func, in_schema, encoder: RowEncoder, depth: int):
 def checked_batches(encoder: RowEncoder, item: Any) -> Iterator[pa.RecordBatch]:
     """What an Arrow function yielded (a RecordBatch or Table), cast to the declared schema, or a
     SchemaMismatchError naming the operation, the partition and the two schemas."""
-    from pyspark.sql.conversion import ArrowBatchTransformer
-
     for b in item.to_batches() if isinstance(item, pa.Table) else [item]:
         if not isinstance(b, pa.RecordBatch):
             raise SchemaMismatchError(
                 f"{encoder.operation}: partition {partition_id()}: func must yield "
                 f"pyarrow.RecordBatch (or Table), got {type(b).__name__}")
         try:
-            yield ArrowBatchTransformer.enforce_schema(b, encoder.arrow_schema)
+            yield enforce_schema(b, encoder.arrow_schema)
         except Exception as err:  # noqa: BLE001
             raise SchemaMismatchError(
                 f"{encoder.operation}: partition {partition_id()}: a batch with schema "

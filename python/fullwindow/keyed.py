@@ -115,7 +115,7 @@ def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) 
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
     from pyspark.sql.pandas.functions import pandas_udf
-    from pyspark.util import PythonEvalType
+    from fullwindow._compat import PythonEvalType
 
     from fullwindow._worker import RowEncoder
 

@@ -259,7 +259,7 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
     partition, as the named full-window operation."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.functions import pandas_udf
-    from pyspark.util import PythonEvalType
+    from fullwindow._compat import PythonEvalType
 
     from fullwindow._keys import _quote
     from fullwindow._worker import RowEncoder

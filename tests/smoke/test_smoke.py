@@ -1,0 +1,141 @@
+"""The smoke suite dev/test runs on every Spark line besides the default one, in that line's own
+venv with the wheel installed: each operation once, non-keyed and keyed, coGroup, the SQL hint,
+an error mapping, and a short kill-and-resume of a recovering job. It asserts results and plans,
+so a line whose jar or Python internals do not fit fails here."""
+from __future__ import annotations
+
+import os
+
+import pyspark
+import pytest
+from pyspark.sql import functions as F
+
+import fullwindow
+from fullwindow import AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order
+from fullwindow.errors import FullWindowSetupError
+from helpers import executed_plan, kill_when, partitions
+
+EOS = EndOfStreamWindows.get()
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    return spark.range(0, 60, 1, 3).selectExpr("id % 4 AS k", "id * 7 % 50 AS v")
+
+
+def test_the_running_lines_jar_is_loaded(spark):
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    assert f"fullwindow-spark{line}_" in os.path.basename(fullwindow.jar_path())
+    assert fullwindow.jar_path() in spark.conf.get("spark.jars")
+    with pytest.raises(FullWindowSetupError, match=r"supports Spark 4\.0, .*4\.3; .*3\.4\.1"):
+        fullwindow.jar_path("3.4.1")
+
+
+def test_sort_partition(df):
+    out = df.fullWindowPartition().sortPartition([("k", Order.ASCENDING), ("v", Order.DESCENDING)])
+    parts = partitions(out)
+    assert len(parts) == 3 and sum(map(len, parts)) == 60
+    for p in parts:
+        assert p == sorted(p, key=lambda r: (r[0], -r[1]))
+    assert "FullWindowSortPartition" in executed_plan(out) and "Exchange" not in executed_plan(out)
+
+
+def count_sum(rows):
+    n = t = 0
+    for r in rows:
+        n, t = n + 1, t + r.v
+    yield (n, t)
+
+
+def test_map_partition_and_arrow(df):
+    assert sorted(df.fullWindowPartition().mapPartition(count_sum, "n long, t long").collect()) \
+        == sorted((20, sum(r.v for r in p)) for p in _parts(df))
+
+    def arrow(batches):
+        import pyarrow as pa
+        for b in batches:
+            yield pa.RecordBatch.from_pydict({"n": [b.num_rows]})
+    rows = df.fullWindowPartition().mapPartitionInArrow(arrow, "n long").collect()
+    assert sum(r.n for r in rows) == 60
+
+
+def _parts(df):
+    return [[r for r in p] for p in df.rdd.glom().collect()]
+
+
+class Avg(AggregateFunction):
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, acc):
+        return (acc[0] + value.v, acc[1] + 1)
+
+    def get_result(self, acc):
+        return (acc[0] / acc[1],)
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+
+def test_aggregate_reduce_and_process(df):
+    jvm = df.fullWindowPartition().aggregate(F.sum("v").alias("s"), F.count("*").alias("n"))
+    assert sorted(r.n for r in jvm.collect()) == [20, 20, 20]
+    py = df.fullWindowPartition().aggregate(Avg(), "avg double").collect()
+    assert len(py) == 3
+    red = df.fullWindowPartition().reduce(lambda a, b: (a.k, a.v + b.v)).collect()
+    assert sum(r.v for r in red) == sum(r.v for r in df.collect())
+
+
+def test_keyed_operations(df):
+    total = {k: sum(r.v for r in df.collect() if r.k == k) for k in range(4)}
+
+    def per_key(rows):
+        rows = list(rows)
+        yield (rows[0].k, len(rows), sum(r.v for r in rows))
+    out = df.keyBy("k").fullWindowPartition().mapPartition(per_key, "k long, n long, t long")
+    assert {r.k: (r.n, r.t) for r in out.collect()} == {k: (15, total[k]) for k in range(4)}
+    agg = df.keyBy("k").window(EOS).aggregate(F.sum("v").alias("s"))
+    assert {r.k: r.s for r in agg.collect()} == total
+    red = df.keyBy("k").window(EOS).reduce(lambda a, b: (a.k, a.v + b.v))
+    assert {r.k: r.v for r in red.collect()} == total
+    srt = df.keyBy("k").fullWindowPartition().sortPartition("v")
+    assert sorted(r.v for r in srt.collect()) == sorted(r.v for r in df.collect())
+
+
+def test_cogroup(spark, df):
+    right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
+
+    def join(key, left, right):
+        yield (key, len(list(left)), sum(r.w for r in right))
+    out = df.keyBy("k").coGroup(right.keyBy("k")).window(EOS).apply(join, "k long, n long, w long")
+    assert {r.k: (r.n, r.w) for r in out.collect()} == {k: (15, k + k + 4) for k in range(4)}
+
+
+def test_sql_hint(spark, df):
+    df.createOrReplaceTempView("smoke_t")
+    q = spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ sum(v) AS s, count(*) AS n FROM smoke_t")
+    assert sorted(r.n for r in q.collect()) == [20, 20, 20]
+    assert "Exchange" not in executed_plan(q)
+
+
+def test_error_mapping(spark):
+    bad = spark.createDataFrame([({"a": 1},)], "m map<string,int>")
+    with pytest.raises(KeyNotSortableError):
+        bad.fullWindowPartition().sortPartition("m").collect()
+
+
+def test_recovery_kill_and_resume(tmp_path):
+    from test_recovery_crash import PARTS, Job
+
+    reference = Job(tmp_path / "ref", "reference", recovery=False)
+    reference.run("r1")
+    job = Job(tmp_path / "crash", "midway")
+    p = job.start("r1", slow=1.5)
+    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    a, b = job.fingerprints()
+    done_b = job.finished(b)
+    assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
+    job.run("r2")
+    assert job.output() == reference.output()
+    assert job.ran("A", "r2") == []
+    assert job.ran("B", "r2") == sorted(PARTS - done_b)
