@@ -89,9 +89,9 @@ def test_aggregate_reduce_and_process(df):
 def test_keyed_operations(df):
     total = {k: sum(r.v for r in df.collect() if r.k == k) for k in range(4)}
 
-    def per_key(rows):
+    def per_key(key, rows):
         rows = list(rows)
-        yield (rows[0].k, len(rows), sum(r.v for r in rows))
+        yield (key, len(rows), sum(r.v for r in rows))
     out = df.keyBy("k").fullWindowPartition().mapPartition(per_key, "k long, n long, t long")
     assert {r.k: (r.n, r.t) for r in out.collect()} == {k: (15, total[k]) for k in range(4)}
     agg = df.keyBy("k").window(EOS).aggregate(F.sum("v").alias("s"))

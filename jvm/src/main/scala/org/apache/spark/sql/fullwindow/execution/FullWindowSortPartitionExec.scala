@@ -81,7 +81,14 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
     sorted
   }
 
-  override protected def doExecute(): RDD[InternalRow] = child.execute().mapPartitionsInternal { rows =>
+  // Tasks update the metrics through this exec (sortAndRecord), so they must exist before it is
+  // serialized: the driver creates them here (nothing else does on every line, e.g. Spark 4.0).
+  override protected def doExecute(): RDD[InternalRow] = {
+    metrics
+    child.execute().mapPartitionsInternal(sortPartition)
+  }
+
+  private def sortPartition(rows: Iterator[InternalRow]): Iterator[InternalRow] = {
     val sorter = newSorter()
     val spilledBefore = TaskContext.get().taskMetrics().memoryBytesSpilled
     var n = 0L
@@ -103,6 +110,7 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
   private var countTerm: String = _
 
   override protected def doProduce(ctx: CodegenContext): String = {
+    metrics  // see doExecute
     val self = ctx.addReferenceObj("fwSortPlan", this)
     sorterTerm = ctx.addMutableState(classOf[FullWindowRowSorter].getName, "fwSorter",
       v => s"$v = $self.newSorter();", forceInline = true)
