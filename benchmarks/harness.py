@@ -70,6 +70,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="before each round, wait up to this long for other processes to leave "
                         f"the CPUs mostly idle (default {DEFAULT_QUIET_WAIT_S:g}, 0 with --quick)")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument("--spark", metavar="LINE",
+                   help="run on that Spark line's venv (.venvs/spark-<line>, made by dev/venvs; "
+                        "the default line is .venv); default: the running interpreter's pyspark")
     p.add_argument("--render", action="store_true",
                    help="only regenerate RESULTS.md from results.json (e.g. after editing "
                         "benchmarks/notes/), running nothing")
@@ -508,8 +511,25 @@ def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     return _evaluate(case, res)
 
 
+def _line_python(line: str) -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    venv = ".venv" if line == "4.3" else os.path.join(".venvs", f"spark-{line}")
+    return os.path.join(root, venv, "bin", "python")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.spark and not args.child:
+        import pyspark
+
+        if not pyspark.__version__.startswith(args.spark + "."):
+            python = _line_python(args.spark)
+            if not os.path.isfile(python):
+                print(f"--spark {args.spark}: no venv at {python}; run dev/venvs {args.spark}",
+                      file=sys.stderr)
+                return 2
+            rest = sys.argv[1:] if argv is None else list(argv)
+            os.execv(python, [python, "-m", "benchmarks", *rest])
     if args.child:
         return _run_child(args)
     cases = all_cases()
@@ -527,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(cases)}", file=sys.stderr)
         return 2
     rest = sys.argv[1:] if argv is None else list(argv)
-    command = " ".join([".venv/bin/python -m benchmarks", shlex.join(rest)]).strip()
+    command = " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd())
+                        else ".venv/bin/python", "-m benchmarks", shlex.join(rest)]).strip()
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results = []
     for name in names:
