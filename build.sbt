@@ -23,6 +23,10 @@ lazy val jvm = (project in file("jvm"))
       dir
     },
     Compile / unmanagedJars ++= (sparkJarsDir.value * "*.jar").classpath,
+    // the Spark Connect plugin (jvm/src/connect: Scala, and the Java generated from proto/)
+    Compile / unmanagedSourceDirectories ++= Seq(
+      baseDirectory.value / "src" / "connect" / "scala",
+      baseDirectory.value / "src" / "connect" / "java"),
     Test / unmanagedJars ++= (sparkJarsDir.value * "*.jar").classpath,
     autoScalaLibrary := false,
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release:17"),
