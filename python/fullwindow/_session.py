@@ -94,8 +94,19 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
                                                or remote.startswith("sc://")):
             raise TypeError("session: remote must be 'local[N]' or 'sc://host:port'; "
                             f"got {remote!r}")
-        builder = SparkSession.builder.remote(remote).appName(app_name)
-        return configure(builder, conf).getOrCreate()
+        builder = configure(SparkSession.builder.remote(remote).appName(app_name), conf)
+        if not remote.startswith("local"):
+            return builder.getOrCreate()
+        # a local server takes every setting when it starts; pyspark then tries to set them
+        # again as session settings and warns for each static one: those warnings say nothing
+        import re
+        import warnings
+
+        keys = "|".join(re.escape(k) for k in getattr(builder, "_options", {}))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) to ",
+                                    category=UserWarning)
+            return builder.getOrCreate()
     builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
     spark = configure(builder, conf).getOrCreate()
     try:
