@@ -124,6 +124,8 @@ def raise_from_java(err: Exception, operation: str) -> None:
             raise setup_error_for_connect() from None
     if isinstance(err, CapturedException) or _is_connect_error(err):
         message = err.getMessage() if hasattr(err, "getMessage") else str(err)
+        # a Connect client appends the server's JVM stack trace to the message: not for users
+        message = message.split("\n\nJVM stacktrace:")[0].split("\nJVM stacktrace:")[0]
         # The analyzer may re-create our exception as a plain AnalysisException; the kind
         # survives in the message.
         tagged = _TAG.search(message)

@@ -54,6 +54,15 @@ def connect_session():
 
 
 def pytest_collection_modifyitems(config, items):
+    mine = [i for i in items if str(i.fspath).startswith(HERE + os.sep)]
+    if len(mine) != len(items):
+        # collected together with the classic suites (e.g. a bare `pytest tests`): a Connect
+        # session cannot join a process that runs classic ones
+        for item in mine:
+            item.add_marker(pytest.mark.skip(
+                reason="Spark Connect tests run in a pytest process of their own: "
+                       "pytest tests/connect (dev/test runs it after the classic suites)"))
+        return
     for item in items:
         fn = getattr(item, "function", None)
         if fn is None or getattr(fn, "_connect_ok", False):
