@@ -15,6 +15,18 @@ from typing import Mapping
 from cluster import free_port, spark_home  # tests/cluster.py
 
 
+# what a local Connect session (the `spark` fixture's) leaves in this process's environment: a
+# server or client started from here must not inherit them (the token turns TLS on)
+_LOCAL_CONNECT_ENV = ("SPARK_CONNECT_AUTHENTICATE_TOKEN", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
+                      "SPARK_CONNECT_MODE_ENABLED")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCAL_CONNECT_ENV}
+    env.update(extra)
+    return env
+
+
 def fullwindow_server_args() -> list[str]:
     """The three settings that put fullwindow on a Connect server (what the README says)."""
     import fullwindow
@@ -58,9 +70,9 @@ class ConnectServer:
             args += fullwindow_server_args()
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
-        env = dict(os.environ, SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
-                   SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
-                   SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+        env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
+                        SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
+                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
         log = open(os.path.join(self.logdir, "server.out"), "w")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)

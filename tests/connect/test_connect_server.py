@@ -7,8 +7,13 @@ import json
 
 import pytest
 
-from helpers import run_python
-from server import ConnectServer
+import os
+import subprocess
+import sys
+
+from server import ConnectServer, clean_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CLIENT = """
 import json, sys
@@ -36,7 +41,10 @@ finally:
 
 
 def run_client(url: str) -> tuple[str, object]:
-    r = run_python(CLIENT.format(url=url), timeout=300)
+    # a client process of its own, without what this process's local Connect session set
+    env = clean_env(PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([sys.executable, "-c", CLIENT.format(url=url)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=240)
     for line in r.stdout.splitlines():
         if line.startswith(("RESULT ", "SETUP ")):
             kind, _, payload = line.partition(" ")
