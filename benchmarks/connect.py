@@ -37,7 +37,7 @@ RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 BEGIN = "<!-- connect.py: begin (generated, do not edit) -->"
 END = "<!-- connect.py: end -->"
 PARTITIONS = 4
-CONF = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "4",
+CONF = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.files.maxPartitionBytes": "1g", "spark.sql.files.openCostInBytes": "1g"}
 
@@ -116,6 +116,10 @@ def _worker(kind: str) -> int:
     """Reads one JSON command per line on stdin, answers one JSON line on stdout."""
     import fullwindow
 
+    # Python workers unpickle the benchmark functions by reference (benchmarks.cases.keyed)
+    root = os.path.dirname(HERE)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
     # answers go to the parent through the original stdout; everything else that writes to
     # file descriptor 1 (this process, the JVM, Python workers) goes to stderr instead
     out = os.fdopen(os.dup(1), "w")
