@@ -24,9 +24,10 @@ def lineProject(line: SparkLine): Project =
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value
-        val connect = root / "jvm" / "src" / "connect" / "scala"
+        // the Spark Connect plugin (Scala, and the Java generated from proto/): Spark 4 lines
+        val connect = Seq("scala", "java").map(root / "jvm" / "src" / "connect" / _)
         Seq(root / "jvm" / "src" / "main" / "scala") ++ shimDirs(root, line) ++
-          (if (line.major >= 4 && connect.isDirectory) Seq(connect) else Nil)
+          (if (line.major >= 4) connect.filter(_.isDirectory) else Nil)
       },
       Compile / unmanagedResourceDirectories := Seq(
         (LocalRootProject / baseDirectory).value / "jvm" / "src" / "main" / "resources"),

@@ -12,18 +12,51 @@ from pyspark.sql import DataFrame
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def is_connect(df: DataFrame) -> bool:
+    """True for a Spark Connect DataFrame (tests/connect runs the suites over Connect)."""
+    return type(df).__module__.startswith("pyspark.sql.connect.")
+
+
 def executed_plan(df: DataFrame) -> str:
     """The executed physical plan as text; under adaptive execution, the current (after an
-    action: final) plan only, not the initial one printed beside it."""
+    action: final) plan only, not the initial one printed beside it. Over Spark Connect, the
+    physical plan the server explains (adaptive execution's initial plan)."""
+    if is_connect(df):
+        return df._explain_string(mode="simple")
     plan = df._jdf.queryExecution().executedPlan()
     if plan.nodeName() == "AdaptiveSparkPlan":
         plan = plan.executedPlan()
     return plan.toString()
 
 
+def num_partitions(df: DataFrame) -> int:
+    """The number of partitions of ``df`` (over Connect: counted by a mapInArrow, which Spark
+    calls once per partition, empty ones too)."""
+    if not is_connect(df):
+        return df.rdd.getNumPartitions()
+    import pyarrow as pa
+
+    def one(batches):
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pylist([{"n": 1}], schema=pa.schema([("n", pa.int64())]))
+
+    return df.mapInArrow(one, "n long").count()
+
+
 def partitions(df: DataFrame) -> list[list[tuple]]:
     """The rows of each partition, in order, as tuples."""
-    return [[tuple(r) for r in part] for part in df.rdd.glom().collect()]
+    if not is_connect(df):
+        return [[tuple(r) for r in part] for part in df.rdd.glom().collect()]
+    from pyspark.sql import functions as F
+
+    cols = df.columns
+    tagged = df.select(F.spark_partition_id().alias("__pid"),
+                       F.monotonically_increasing_id().alias("__pos"), *[df[c] for c in cols])
+    parts: list[list[tuple]] = [[] for _ in range(num_partitions(df))]
+    for r in sorted(tagged.collect(), key=lambda r: (r[0], r[1])):
+        parts[r[0]].append(tuple(r)[2:])
+    return parts
 
 
 def assert_sorted_within(parts: list[list[Any]], key: Callable[[Any], Any], reverse: bool = False):

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan
+from helpers import executed_plan, num_partitions, partitions
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def test_builtin_aggregates_one_row_per_non_empty_partition(df):
     assert out.columns == ["total", "n", "mean", "hi", "vs"]
     got = sorted((r.total, r.n, r.mean, r.hi, sorted(r.vs)) for r in out.collect())
     assert got == [(3, 3, 1.5, 2, [0, 1, 2]), (12, 3, 6.0, 5, [3, 4, 5])]
-    assert out.rdd.getNumPartitions() == 4
+    assert num_partitions(out) == 4
 
 
 def test_aggregate_plan_has_no_exchange(df):
@@ -117,7 +117,7 @@ def test_sql_hint_aggregate_without_group_by(spark, view):
 
 def test_sql_hint_aggregate_with_group_by(spark, view):
     q = spark.sql(f"SELECT /*+ FULL_WINDOW_PARTITION */ k, sum(v) AS s FROM {view} GROUP BY k")
-    parts = q.rdd.glom().map(lambda p: sorted(tuple(r) for r in p)).collect()
+    parts = [sorted(p) for p in partitions(q)]
     # one row per key per partition: partition 0 holds 0,1,2 and partition 1 holds 3,4,5
     assert parts == [[(0, 2), (1, 1)], [(0, 4), (1, 8)], [], []]
     plan = executed_plan(q)
@@ -127,7 +127,7 @@ def test_sql_hint_aggregate_with_group_by(spark, view):
 def test_sql_hint_group_by_with_order_by_and_having(spark, view):
     q = spark.sql(f"SELECT /*+ FULL_WINDOW_PARTITION */ k, sum(v) AS s FROM {view} "
                   f"GROUP BY k HAVING sum(v) > 1 ORDER BY s DESC")
-    parts = q.rdd.glom().map(lambda p: [tuple(r) for r in p]).collect()
+    parts = partitions(q)
     assert parts == [[(0, 2)], [(1, 8), (0, 4)], [], []]
     plan = executed_plan(q)
     assert "FullWindowAggregate" in plan and "FullWindowSortPartition" in plan

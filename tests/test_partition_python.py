@@ -15,7 +15,7 @@ import fullwindow
 from fullwindow import FullWindowTypeError, FullWindowValueError
 from fullwindow.functions import (MAX_TIMESTAMP, MIN_TIMESTAMP, AggregateFunction,
                                   ProcessWindowFunction)
-from helpers import executed_plan
+from helpers import executed_plan, num_partitions, partitions
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_map_partition_called_once_per_partition_including_empty(df):
         yield (pid(), len(rows), sum(r.v for r in rows))
 
     out = df.fullWindowPartition().mapPartition(summarize, "pid int, n long, total long")
-    assert out.rdd.getNumPartitions() == 4
+    assert num_partitions(out) == 4
     assert [tuple(r) for r in by_partition(out)] == [(0, 3, 3), (1, 3, 12), (2, 0, 0), (3, 0, 0)]
 
 
@@ -65,7 +65,7 @@ def test_map_partition_rows_are_rows_and_outputs_may_be_tuples_rows_or_dicts(df)
 def test_map_partition_keeps_partitioning_and_order(df):
     out = df.fullWindowPartition().mapPartition(lambda rows: ((pid(), r.v) for r in rows),
                                                 "pid int, v long")
-    parts = out.rdd.glom().map(lambda p: [tuple(r) for r in p]).collect()
+    parts = partitions(out)
     assert parts == [[(0, 0), (0, 1), (0, 2)], [(1, 3), (1, 4), (1, 5)], [], []]
     plan = executed_plan(out)
     assert "FullWindowMapPartition" in plan and "Exchange" not in plan

@@ -9,7 +9,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import fullwindow
 from fullwindow import Order
-from helpers import assert_sorted_within, executed_plan, partitions
+from helpers import assert_sorted_within, executed_plan, num_partitions, partitions
 
 NPARTS = 3
 
@@ -37,7 +37,7 @@ def same_partitions_as_input(inp, out):
 def test_sort_by_name_ascending_keeps_partitions(df):
     out = df.fullWindowPartition().sortPartition("b")
     parts = same_partitions_as_input(df, out)
-    assert out.rdd.getNumPartitions() == NPARTS
+    assert num_partitions(out) == NPARTS
     assert_sorted_within(parts, key=lambda r: r[1])
     assert all(len(p) == 20 for p in parts)
 
@@ -131,7 +131,7 @@ def test_string_and_struct_keys(df):
 def test_empty_partitions(spark):
     df = spark.range(0, 5, 1, 4).filter("id > 10").select(F.col("id").alias("v"))
     out = df.fullWindowPartition().sortPartition("v")
-    assert out.rdd.getNumPartitions() == 4
+    assert num_partitions(out) == 4
     assert out.collect() == []
 
 
@@ -176,7 +176,7 @@ def test_metrics_without_codegen(spark, df):
 def test_after_a_shuffle_the_partition_count_is_kept(spark):
     df = spark.range(100).repartition(5, "id")
     out = df.fullWindowPartition().sortPartition("id", Order.DESCENDING)
-    assert out.rdd.getNumPartitions() == 5
+    assert num_partitions(out) == 5
     assert_sorted_within(partitions(out), key=lambda r: r[0], reverse=True)
     # only the user's own repartition exchange, none added by the sort
     assert executed_plan(out).count("Exchange") == 1

@@ -61,10 +61,11 @@ def _how_to_fix() -> str:
 def _session_of(source: DataFrame | SparkSession | None) -> SparkSession:
     if source is not None:
         if type(source).__module__.startswith("pyspark.sql.connect"):
+            # every DataFrame operation goes through fullwindow._backend, which sends Connect
+            # DataFrames to the server's plugin; only the classic-only helpers end up here
             raise FullWindowSetupError(
-                "fullwindow needs a classic SparkSession; Spark Connect sessions cannot load "
-                "JVM extensions on the client. Use fullwindow.session() instead of a remote "
-                "session.")
+                "this fullwindow call needs a classic SparkSession (the driver's JVM), which a "
+                "Spark Connect client does not have.")
         return source if isinstance(source, SparkSession) else source.sparkSession
     spark = SparkSession.getActiveSession()
     if spark is None:
@@ -113,9 +114,19 @@ _SPARK_CONDITIONS = {
 }
 
 
+def _is_connect_error(err: Exception) -> bool:
+    """An error a Spark Connect client raised for its server (pyspark.errors.exceptions.connect)."""
+    return type(err).__module__.startswith("pyspark.errors.exceptions.connect")
+
+
+# what a Connect server answers for a relation extension no plugin of its takes
+_NO_PLUGIN = ("NO_HANDLER_FOR_EXTENSION", "No handler found for extension")
+
+
 def raise_from_java(err: Exception, operation: str) -> None:
     """Turns a JVM-side failure of ``operation`` into a fullwindow Python exception, without the
-    JVM stack dump. Re-raises ``err`` when it is not a JVM failure."""
+    JVM stack dump; over Spark Connect, the server's failure as the client raised it. Re-raises
+    ``err`` when it is not a JVM failure."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException, convert_exception
 
@@ -128,8 +139,17 @@ def raise_from_java(err: Exception, operation: str) -> None:
             raise class_for_kind(fw.kind())(fw.getMessage()) from None
     if isinstance(err, Py4JJavaError):
         err = convert_exception(err.java_exception)
-    if isinstance(err, CapturedException):
-        message = err.getMessage()
+    if _is_connect_error(err):
+        condition = err.getCondition() if hasattr(err, "getCondition") else None
+        text = f"{condition or ''} {err}"
+        if any(marker in text for marker in _NO_PLUGIN):
+            from fullwindow._backend import setup_error_for_connect
+
+            raise setup_error_for_connect() from None
+    if isinstance(err, CapturedException) or _is_connect_error(err):
+        message = err.getMessage() if hasattr(err, "getMessage") else str(err)
+        # a Connect client appends the server's JVM stack trace to the message: not for users
+        message = message.split("\n\nJVM stacktrace:")[0].split("\nJVM stacktrace:")[0]
         # The analyzer may re-create our exception as a plain AnalysisException; the kind
         # survives in the message.
         tagged = _TAG.search(message)
@@ -158,7 +178,7 @@ def jvm_errors(operation: str) -> Callable[[F], F]:
                 from py4j.protocol import Py4JJavaError
                 from pyspark.errors.exceptions.captured import CapturedException
 
-                if isinstance(err, (Py4JJavaError, CapturedException)):
+                if isinstance(err, (Py4JJavaError, CapturedException)) or _is_connect_error(err):
                     raise_from_java(err, operation)
                 raise
 
@@ -174,4 +194,6 @@ def operator_metrics(df: DataFrame) -> dict[str, int]:
     >>> out = df.fullWindowPartition().sortPartition("v"); out.collect()
     >>> fullwindow.operator_metrics(out)["FullWindowSortPartition.numOutputRows"]
     """
-    return {str(k): int(v) for k, v in facade(df).operatorMetrics(df._jdf).items()}
+    from fullwindow._backend import backend
+
+    return backend(df).operator_metrics(df)

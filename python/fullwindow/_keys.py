@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -156,19 +156,3 @@ def resolve_sort_keys(operation: str, df: DataFrame, key: Any, order: Any,
                 f"{operation}: key must be {KEY_FORMS}; got {type(k).__name__} {k!r}")
         ascending.append(o is Order.ASCENDING)
     return ResolvedKeys(columns, ascending, hidden, current)
-
-
-def to_java_columns(spark: Any, columns: Sequence[Column]) -> Any:
-    gateway = spark.sparkContext._gateway
-    arr = gateway.new_array(gateway.jvm.org.apache.spark.sql.Column, len(columns))
-    for i, c in enumerate(columns):
-        arr[i] = c._jc
-    return arr
-
-
-def to_java_booleans(spark: Any, values: Sequence[bool]) -> Any:
-    gateway = spark.sparkContext._gateway
-    arr = gateway.new_array(gateway.jvm.boolean, len(values))
-    for i, v in enumerate(values):
-        arr[i] = bool(v)
-    return arr

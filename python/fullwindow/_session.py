@@ -7,6 +7,7 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
+from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 from fullwindow._jvm import EXTENSION_CLASS, facade, jar_path
 from fullwindow.errors import FullWindowSetupError
 
@@ -28,9 +29,20 @@ def configure(builder: SparkSession.Builder,
     last, so they win.
 
     >>> spark = fullwindow.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+
+    On a Spark Connect builder (``SparkSession.builder.remote(...)``): for ``local[...]``, which
+    starts a Connect server in this process, the same settings plus fullwindow's relation
+    plugin (``spark.connect.extensions.relation.classes``) go to that server; a remote server
+    (``sc://host:port``) is configured where it is started, so only ``conf`` is applied (the
+    first fullwindow call on a server without fullwindow says what to add).
     """
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
+    remote = getattr(builder, "_options", {}).get("spark.remote")
+    if remote is not None and not str(remote).startswith("local"):
+        for key, value in (conf or {}).items():
+            builder.config(key, _conf_value(value))
+        return builder
     jar = jar_path()
     if not os.path.isfile(jar):
         raise FullWindowSetupError(
@@ -41,11 +53,13 @@ def configure(builder: SparkSession.Builder,
     builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar))
     builder.config("spark.sql.extensions",
                    _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
+    if remote is not None:
+        builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
             builder.config(key, sys.executable)
     for key, value in (conf or {}).items():
-        builder.config(key, str(value) if not isinstance(value, bool) else str(value).lower())
+        builder.config(key, _conf_value(value))
     # recovery enabled without dir or jobId fails here, before a JVM is started
     from fullwindow.recovery.config import settings_from
 
@@ -54,15 +68,45 @@ def configure(builder: SparkSession.Builder,
     return builder
 
 
+def _conf_value(value: object) -> str:
+    return str(value) if not isinstance(value, bool) else str(value).lower()
+
+
 def session(master: str | None = None, conf: Mapping[str, object] | None = None,
-            app_name: str = "fullwindow") -> SparkSession:
+            app_name: str = "fullwindow", *, remote: str | None = None) -> SparkSession:
     """A SparkSession with the fullwindow jar and extension (``local[*]`` by default).
 
+    With ``remote``, a Spark Connect session: ``remote="local[2]"`` starts a local Connect
+    server carrying the jar, the extension and fullwindow's relation plugin;
+    ``remote="sc://host:15002"`` connects to a server started with them (see the README).
+
     >>> spark = fullwindow.session(master="local[2]", conf={"spark.sql.shuffle.partitions": 4})
+    >>> spark = fullwindow.session(remote="local[2]")          # Spark Connect
     """
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"session: conf must be a mapping of config keys to values, got {conf!r}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if remote is not None:
+        if master is not None:
+            raise TypeError("session: give master (a classic session) or remote (Spark "
+                            f"Connect), not both; got master={master!r}, remote={remote!r}")
+        if not isinstance(remote, str) or not (remote.startswith("local")
+                                               or remote.startswith("sc://")):
+            raise TypeError("session: remote must be 'local[N]' or 'sc://host:port'; "
+                            f"got {remote!r}")
+        builder = configure(SparkSession.builder.remote(remote).appName(app_name), conf)
+        if not remote.startswith("local"):
+            return builder.getOrCreate()
+        # a local server takes every setting when it starts; pyspark then tries to set them
+        # again as session settings and warns for each static one: those warnings say nothing
+        import re
+        import warnings
+
+        keys = "|".join(re.escape(k) for k in getattr(builder, "_options", {}))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) to ",
+                                    category=UserWarning)
+            return builder.getOrCreate()
     builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
     spark = configure(builder, conf).getOrCreate()
     try:

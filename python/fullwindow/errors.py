@@ -52,6 +52,7 @@ _KIND_TO_CLASS = {
     "KEY_TYPE_MISMATCH": KeyTypeMismatchError,
     "INVALID_CONFIG": ConfigurationError,
     "INVALID_ARGUMENT": FullWindowValueError,
+    "SETUP": FullWindowSetupError,  # the Connect plugin on a server without the extension
 }
 
 

@@ -13,9 +13,9 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from fullwindow._jvm import facade, jvm_errors
-from fullwindow._keys import (_quote, _unsortable, resolve_sort_keys, to_java_booleans,
-                              to_java_columns)
+from fullwindow._backend import backend
+from fullwindow._jvm import jvm_errors
+from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
@@ -88,14 +88,6 @@ def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]
     return tuple(keys)
 
 
-def _java_strings(spark, values) -> Any:
-    gateway = spark.sparkContext._gateway
-    arr = gateway.new_array(gateway.jvm.java.lang.String, len(values))
-    for i, v in enumerate(values):
-        arr[i] = v
-    return arr
-
-
 def _key_fields(df: DataFrame, keys: tuple[str, ...]) -> list[StructField]:
     return [df.schema[k] for k in keys]
 
@@ -114,19 +106,16 @@ def _check_assigner(operation: str, assigner: Any) -> None:
 def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Column:
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
-    from pyspark.sql.pandas.functions import pandas_udf
-    from fullwindow._compat import PythonEvalType
-
     from fullwindow._worker import RowEncoder
 
     spark = df.sparkSession
+    be = backend(df)
+    be.check(df)
     large = (spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    udf = pandas_udf(make_runner(encoder), returnType=schema,  # type: ignore[call-overload]
-                     functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-    return udf(*[F.col(_quote(c)) for c in df.columns])
+    return be.udf_column(df, schema, make_runner(encoder))
 
 
 def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
@@ -142,9 +131,8 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
                   make_runner, func: Any, extra: Any = None) -> DataFrame:
     column = _udf_column(df, f"keyed {operation}", schema, make_runner)
-    jdf = facade(df).keyedPythonPartition(df._jdf, operation, _java_strings(df.sparkSession, keys),
-                                          column._jc)
-    return _recoverable(DataFrame(jdf, df.sparkSession), f"keyed {operation}", keys, func, extra)
+    out = backend(df).keyed_python(df, operation, keys, column)
+    return _recoverable(out, f"keyed {operation}", keys, func, extra)
 
 
 def _runtime_mode(spark) -> str:
@@ -245,11 +233,9 @@ def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
     column = _udf_column(with_seq, "keyed reduce", in_schema,
                          lambda enc: _keyed_worker.running_reduce(func, in_schema, key_idx, enc,
                                                                   _PREFETCH_DEPTH))
-    spark = df.sparkSession
-    jdf = facade(df).keyedRunning(with_seq._jdf, "reduce", _java_strings(spark, keys), seq,
-                                  column._jc)
+    out = backend(df).keyed_running(with_seq, "reduce", keys, seq, column)
     # the hidden sequence column's name differs between runs; the plan text keeps it
-    return _recoverable(DataFrame(jdf, spark), "keyed running reduce", keys, func)
+    return _recoverable(out, "keyed running reduce", keys, func)
 
 
 KeyedDataFrame.reduce = jvm_errors("keyed reduce")(KeyedDataFrame.reduce)  # type: ignore[method-assign]
@@ -349,17 +335,15 @@ class KeyedPartitionWindowedDataFrame:
         >>> df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
         """
         df = self._df
-        spark = df.sparkSession
-        fw = facade(df)
-        parted = DataFrame(fw.keyedRepartition(df._jdf, _java_strings(spark, self._keys)), spark)
+        be = backend(df)
+        be.check(df)
+        parted = be.keyed_repartition(df, self._keys)
         resolved = resolve_sort_keys("keyed sortPartition", parted, key, order, key_type)
         if resolved is None:
             return parted  # an empty input and a key selector: nothing to sort
         columns = [F.col(_quote(k)) for k in self._keys] + resolved.columns
         ascending = [True] * len(self._keys) + resolved.ascending
-        jdf = fw.sortPartition(resolved.df._jdf, to_java_columns(spark, columns),
-                               to_java_booleans(spark, ascending))
-        out = DataFrame(jdf, spark)
+        out = be.sort_partition(resolved.df, columns, ascending)
         out = out.drop(*resolved.hidden) if resolved.hidden else out
         return _recoverable(out, "keyed sortPartition", self._keys,
                             key if callable(key) else None)
@@ -380,11 +364,8 @@ class KeyedPartitionWindowedDataFrame:
                     raise FullWindowTypeError(
                         f"{label}: argument #{i} must be an aggregate Column such as "
                         f"F.sum('v'); got {type(c).__name__} {c!r}")
-            df = self._df
-            spark = df.sparkSession
-            jdf = facade(df).keyedAggregate(df._jdf, _java_strings(spark, self._keys),
-                                            to_java_columns(spark, list(args)))
-            return _recoverable(DataFrame(jdf, spark), f"keyed {operation}", self._keys)
+            out = backend(self._df).keyed_aggregate(self._df, self._keys, list(args))
+            return _recoverable(out, f"keyed {operation}", self._keys)
         if len(args) == 2 and schema is None:
             first, schema = args
         elif len(args) != 1:
@@ -570,10 +551,8 @@ class CoGroupedWindowedDataFrames:
         column = _udf_column(ldf, "coGroup apply", out,
                              lambda enc: _keyed_worker.co_group(func, merged, nkeys, lschema,
                                                                 rschema, enc, _PREFETCH_DEPTH))
-        spark = ldf.sparkSession
-        jdf = facade(ldf).coGroup(ldf._jdf, rdf._jdf, _java_strings(spark, left.keys),
-                                  _java_strings(spark, right.keys), column._jc)
-        return _recoverable(DataFrame(jdf, spark), "coGroup", (left.keys, right.keys), func)
+        out = backend(ldf).co_group(ldf, rdf, left.keys, right.keys, column)
+        return _recoverable(out, "coGroup", (left.keys, right.keys), func)
 
 
 def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.types import DataType, StructType
 
-from fullwindow._jvm import facade, jvm_errors
-from fullwindow._keys import resolve_sort_keys, to_java_booleans, to_java_columns
+from fullwindow._backend import backend
+from fullwindow._jvm import jvm_errors
+from fullwindow._keys import resolve_sort_keys
 from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
@@ -51,14 +52,12 @@ class PartitionWindowedDataFrame:
         >>> df.fullWindowPartition().sortPartition(lambda r: r.name.lower())
         """
         df = self._df
-        spark = df.sparkSession
-        fw = facade(df)
+        be = backend(df)
+        be.check(df)
         keys = resolve_sort_keys("sortPartition", df, key, order, key_type)
         if keys is None:
             return df
-        jdf = fw.sortPartition(keys.df._jdf, to_java_columns(spark, keys.columns),
-                               to_java_booleans(spark, keys.ascending))
-        out = DataFrame(jdf, spark)
+        out = be.sort_partition(keys.df, keys.columns, keys.ascending)
         out = out.drop(*keys.hidden) if keys.hidden else out
         return _recoverable(out, "sortPartition", key if callable(key) else None)
 
@@ -132,10 +131,7 @@ class PartitionWindowedDataFrame:
                         f"aggregate: argument #{i} must be an aggregate Column such as F.sum('v'); "
                         f"got {type(c).__name__} {c!r}")
                 columns.append(c)
-            df = self._df
-            spark = df.sparkSession
-            jdf = facade(df).aggregate(df._jdf, to_java_columns(spark, columns))
-            return _recoverable(DataFrame(jdf, spark), "aggregate")
+            return _recoverable(backend(self._df).aggregate(self._df, columns), "aggregate")
         if len(args) == 2 and schema is None:
             first, schema = args
         elif len(args) != 1:
@@ -257,24 +253,17 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
                       extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.functions import pandas_udf
-    from fullwindow._compat import PythonEvalType
-
-    from fullwindow._keys import _quote
     from fullwindow._worker import RowEncoder
 
     spark = df.sparkSession
-    fw = facade(df)
+    be = backend(df)
+    be.check(df)
     large = (spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    runner = make_runner(encoder)
-    udf = pandas_udf(runner, returnType=schema,  # type: ignore[call-overload]
-                     functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-    column = udf(*[F.col(_quote(c)) for c in df.columns])
-    out = DataFrame(fw.pythonPartition(df._jdf, operation, column._jc), spark)
+    column = be.udf_column(df, schema, make_runner(encoder))
+    out = be.python_partition(df, operation, column)
     return _recoverable(out, operation, func, extra)
 
 

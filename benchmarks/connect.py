@@ -1,0 +1,277 @@
+"""Spark Connect benchmarks (DESIGN.md, "Bars for speed": any operation over Spark Connect).
+
+1. The same fullwindow operation on a classic session and over Spark Connect, same data:
+   non-keyed ``mapPartition`` and keyed ``mapPartition``; ratio = classic time / Connect time,
+   bar >= 0.9 (the plan is the same; only the client path differs).
+2. Over Connect, fullwindow against the native alternative, both over Connect: keyed
+   ``mapPartition`` vs ``groupBy().applyInPandas`` (bar >= 1.5) and ``coGroup`` vs
+   ``cogroup().applyInPandas`` (bar >= 2), the same functions and data as the classic
+   ``keyed_map_partition`` and ``cogroup`` cases (benchmarks/cases/keyed.py).
+
+A classic session and a Connect session cannot share a process, so the parent starts two worker
+processes that live for the whole run: a classic one (``fullwindow.session(master=...)``) and a
+Connect one (``fullwindow.session(remote="local[2]")``: a local Connect server in that process,
+the client talking to it over gRPC). The parent sends each worker one timed run at a time and
+alternates, round by round, which variant of a pair goes first; only one run is in flight at
+any moment. Inputs are Parquet files written once by the classic worker and read by both.
+
+    .venv/bin/python -m benchmarks.connect                  # 2 warm-up + 9 timed rounds
+    .venv/bin/python -m benchmarks.connect --rows 500000 --rounds 5
+    .venv/bin/python -m benchmarks.connect --quick          # smoke test, records nothing
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks.harness import HERE, _fmt_ratio, _fmt_time, _markdown_table, _stats
+
+JSON_PATH = os.path.join(HERE, "connect.json")
+NOTES_PATH = os.path.join(HERE, "notes", "connect.md")
+RESULTS_MD = os.path.join(HERE, "RESULTS.md")
+BEGIN = "<!-- connect.py: begin (generated, do not edit) -->"
+END = "<!-- connect.py: end -->"
+PARTITIONS = 4
+CONF = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.files.maxPartitionBytes": "1g", "spark.sql.files.openCostInBytes": "1g"}
+
+# (name, left: (worker, variant), right: (worker, variant), bar, what)
+PAIRS = [
+    ("map_partition: Connect vs classic", ("classic", "map_partition"),
+     ("connect", "map_partition"), 0.9,
+     "fullWindowPartition().mapPartition(f): count rows and sum x per partition"),
+    ("keyed_map_partition: Connect vs classic", ("classic", "keyed_map_partition"),
+     ("connect", "keyed_map_partition"), 0.9,
+     "keyBy('k').fullWindowPartition().mapPartition(count_sum), 10,000 keys"),
+    ("keyed_map_partition vs applyInPandas, both over Connect", ("connect", "apply_in_pandas"),
+     ("connect", "keyed_map_partition"), 1.5,
+     "as keyed_map_partition vs groupBy('k').applyInPandas(count_sum_pd)"),
+    ("coGroup vs cogroup().applyInPandas, both over Connect", ("connect", "cogroup_pandas"),
+     ("connect", "cogroup"), 2.0,
+     "as the classic cogroup case: right side half the rows, 10,000 keys"),
+]
+
+
+# ---- the worker processes ----------------------------------------------------------------
+
+def _count_sum_partition(rows):
+    n = 0
+    s = 0.0
+    for r in rows:
+        n += 1
+        s += r.x
+    yield (n, s)
+
+
+def _variants(spark, paths: dict[str, str]) -> dict[str, Any]:
+    from benchmarks.cases.keyed import (_COGROUP_SCHEMA, _COUNT_SUM_SCHEMA, cogroup_count_sum,
+                                        cogroup_count_sum_pd, count_sum, count_sum_pd)
+    from benchmarks.data import run_noop
+    from fullwindow import EndOfStreamWindows
+
+    def read(name):
+        return spark.read.parquet(paths[name])
+
+    return {
+        "map_partition": lambda: run_noop(read("keyed").fullWindowPartition().mapPartition(
+            _count_sum_partition, "n long, s double")),
+        "keyed_map_partition": lambda: run_noop(read("keyed").keyBy("k").fullWindowPartition()
+                                                .mapPartition(count_sum, _COUNT_SUM_SCHEMA)),
+        "apply_in_pandas": lambda: run_noop(read("keyed").groupBy("k").applyInPandas(
+            count_sum_pd, _COUNT_SUM_SCHEMA)),
+        "cogroup": lambda: run_noop(read("left").keyBy("k").coGroup(read("right").keyBy("k"))
+                                    .window(EndOfStreamWindows.get())
+                                    .apply(cogroup_count_sum, _COGROUP_SCHEMA)),
+        "cogroup_pandas": lambda: run_noop(read("left").groupBy("k").cogroup(
+            read("right").groupBy("k")).applyInPandas(cogroup_count_sum_pd, _COGROUP_SCHEMA)),
+    }
+
+
+def _inputs(spark, rows: int, out_dir: str) -> dict[str, str]:
+    """Writes the inputs once (classic worker) and returns their paths."""
+    from benchmarks.cases.keyed import MANY_KEYS, _columns
+    from benchmarks.data import parquet_input
+    from benchmarks.registry import Scale
+
+    scale = Scale(rows=rows, partitions=PARTITIONS, quick=False, out_dir=out_dir)
+    half = Scale(rows=max(rows // 2, 1), partitions=PARTITIONS, quick=False, out_dir=out_dir,
+                 seed=scale.seed + 100)
+    paths = {}
+    for name, sc, prefix in (("keyed", scale, f"keyed-k{MANY_KEYS}"),
+                             ("left", scale, f"cogroup-left-k{MANY_KEYS}"),
+                             ("right", half, f"cogroup-right-k{MANY_KEYS}")):
+        parquet_input(spark, sc, prefix, _columns(MANY_KEYS))
+        paths[name] = os.path.join(os.path.abspath(out_dir), "data",
+                                   f"{prefix}-r{sc.rows}-p{sc.partitions}-s{sc.seed}")
+    return paths
+
+
+def _worker(kind: str) -> int:
+    """Reads one JSON command per line on stdin, answers one JSON line on stdout."""
+    import fullwindow
+
+    # Python workers unpickle the benchmark functions by reference (benchmarks.cases.keyed)
+    root = os.path.dirname(HERE)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
+    # answers go to the parent through the original stdout; everything else that writes to
+    # file descriptor 1 (this process, the JVM, Python workers) goes to stderr instead
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if kind == "classic":
+        spark = fullwindow.session(master="local[2]", conf=CONF, app_name="bench-classic")
+    else:
+        spark = fullwindow.session(remote="local[2]", conf=CONF, app_name="bench-connect")
+    variants: dict[str, Any] = {}
+
+    def answer(obj):
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    answer({"ready": True})
+    try:
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd["op"] == "inputs":
+                answer({"paths": _inputs(spark, cmd["rows"], cmd["out_dir"])})
+            elif cmd["op"] == "use":
+                variants = _variants(spark, cmd["paths"])
+                answer({"ok": True})
+            elif cmd["op"] == "run":
+                t0 = time.perf_counter()
+                variants[cmd["variant"]]()
+                answer({"seconds": time.perf_counter() - t0})
+            elif cmd["op"] == "stop":
+                break
+    finally:
+        spark.stop()
+    return 0
+
+
+class _Worker:
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.connect", "--worker", kind],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.ask(None)
+
+    def ask(self, cmd: dict | None) -> dict:
+        if cmd is not None:
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.kind} worker ended (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def stop(self) -> None:
+        try:
+            self.ask_nowait({"op": "stop"})
+            self.proc.wait(120)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def ask_nowait(self, cmd: dict) -> None:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+
+# ---- the parent ----------------------------------------------------------------------------
+
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def run(rows: int, rounds: int, warmup: int, out_dir: str) -> dict[str, Any]:
+    workers: dict[str, _Worker] = {}
+    try:
+        workers["classic"] = _Worker("classic")
+        paths = workers["classic"].ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
+        workers["connect"] = _Worker("connect")
+        for w in workers.values():
+            w.ask({"op": "use", "paths": paths})
+        times: dict[str, dict[str, list[float]]] = {p[0]: {"left": [], "right": []} for p in PAIRS}
+        loads = []
+        for r in range(warmup + rounds):
+            loads.append(_load_average()[0])
+            for name, left, right, _, _ in PAIRS:
+                order = [("left", left), ("right", right)]
+                if r % 2:
+                    order.reverse()
+                for side, (kind, variant) in order:
+                    t = workers[kind].ask({"op": "run", "variant": variant})["seconds"]
+                    if r >= warmup:
+                        times[name][side].append(t)
+            print(f"[connect bench] round {r + 1}/{warmup + rounds} done, load "
+                  f"{_load_average()}", file=sys.stderr, flush=True)
+    finally:
+        for w in workers.values():
+            w.stop()
+    results = []
+    for name, left, right, bar, what in PAIRS:
+        lt, rt = times[name]["left"], times[name]["right"]
+        ratio = _stats([a / b for a, b in zip(lt, rt)])
+        results.append({"name": name, "what": what, "left": f"{left[0]} {left[1]}",
+                        "right": f"{right[0]} {right[1]}", "left_time": _stats(lt),
+                        "right_time": _stats(rt), "ratio": ratio, "bar": bar,
+                        "verdict": "PASS" if ratio["median"] >= bar else "MISS"})
+    return {"rows": rows, "rounds": rounds, "warmup": warmup, "partitions": PARTITIONS,
+            "load_average_per_round": loads, "results": results}
+
+
+def _markdown(record: dict[str, Any]) -> str:
+    header = ["comparison", "baseline (time)", "ours (time)", "ratio baseline/ours", "bar",
+              "verdict"]
+    rows = [[r["name"], f"{r['left']}: {_fmt_time(r['left_time'])}",
+             f"{r['right']}: {_fmt_time(r['right_time'])}", _fmt_ratio(r["ratio"]),
+             f"≥ {r['bar']}×", r["verdict"]] for r in record["results"]]
+    loads = record["load_average_per_round"]
+    return "\n".join([
+        BEGIN,
+        f"Command: `{record['command']}` ({record['date']}); {record['rows']:,} rows, "
+        f"{record['partitions']} partitions, {record['warmup']} warm-up + {record['rounds']} "
+        f"timed rounds, medians [min–max]; 1-minute load average at the start of each round "
+        f"{min(loads):.1f}–{max(loads):.1f} (2 cores).",
+        "",
+        _markdown_table(header, rows),
+        END,
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.connect",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=2_000_000)
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="tiny, 1 round, records nothing")
+    p.add_argument("--out-dir", default=os.path.join(HERE, "out"))
+    p.add_argument("--worker", choices=("classic", "connect"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return _worker(args.worker)
+    if args.quick:
+        args.rows, args.rounds, args.warmup = 20_000, 1, 0
+    record = run(args.rows, args.rounds, args.warmup, args.out_dir)
+    record["command"] = "python -m benchmarks.connect " + " ".join(argv or sys.argv[1:])
+    record["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = _markdown(record)
+    print(text)
+    if not args.quick:
+        from benchmarks.report import record_standalone
+
+        record_standalone(JSON_PATH, record, NOTES_PATH, BEGIN, END, text, RESULTS_MD)
+    return 0 if all(r["verdict"] == "PASS" for r in record["results"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

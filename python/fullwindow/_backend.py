@@ -1,0 +1,253 @@
+"""Where a fullwindow operation goes: the classic backend (py4j, the JVM facade of the driver) or
+the Connect backend (a fullwindow relation message sent to a Spark Connect server), chosen per
+DataFrame by its own type. Validation, errors and the user-facing classes stay above this module
+(partition.py, keyed.py): both backends take the same already-checked arguments and build the
+same logical nodes on the JVM side (the Connect plugin calls the facade's builders).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from fullwindow._compat import PythonEvalType
+from fullwindow.errors import ConfigurationError, FullWindowSetupError
+
+PLUGIN_CLASS = "org.apache.spark.sql.fullwindow.connect.FullWindowRelationPlugin"
+PLUGIN_CONF = "spark.connect.extensions.relation.classes"
+
+
+def is_connect(obj: Any) -> bool:
+    """True for a Spark Connect DataFrame, Column or SparkSession (by its own type)."""
+    return type(obj).__module__.startswith("pyspark.sql.connect.")
+
+
+def backend(df: DataFrame) -> "ClassicBackend | ConnectBackend":
+    return _CONNECT if is_connect(df) else _CLASSIC
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class _Backend:
+    """What both backends share: the Python function as a UDF column of every input column."""
+
+    def _udf_class(self) -> type:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def udf_column(self, df: DataFrame, schema: StructType,
+                   runner: Callable[[Any], Any]) -> Column:
+        """``runner`` (Arrow batches in, batches out) as a Python UDF of eval type
+        SQL_MAP_ARROW_ITER_UDF, what mapInArrow takes; the JVM hands it the whole input row."""
+        udf = self._udf_class()(runner, returnType=schema,
+                                evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+        return udf(*[F.col(_quote(c)) for c in df.columns])
+
+
+class ClassicBackend(_Backend):
+    """The py4j facade of the driver JVM (a classic SparkSession)."""
+
+    def check(self, df: DataFrame) -> None:
+        """Fails fast when the session cannot run fullwindow (jar, extension)."""
+        self._fw(df)
+
+    def _udf_class(self) -> type:
+        from pyspark.sql.udf import UserDefinedFunction
+
+        return UserDefinedFunction
+
+    @staticmethod
+    def _fw(df: DataFrame) -> Any:
+        from fullwindow._jvm import facade
+
+        return facade(df)
+
+    @staticmethod
+    def _array(spark: Any, java_type: Callable[[Any], Any], values: Sequence[Any],
+               convert: Callable[[Any], Any] = lambda v: v) -> Any:
+        gateway = spark.sparkContext._gateway
+        arr = gateway.new_array(java_type(gateway.jvm), len(values))
+        for i, v in enumerate(values):
+            arr[i] = convert(v)
+        return arr
+
+    def _columns(self, spark, columns):
+        return self._array(spark, lambda j: j.org.apache.spark.sql.Column, columns, lambda c: c._jc)
+
+    def _strings(self, spark, values):
+        return self._array(spark, lambda j: j.java.lang.String, values)
+
+    def sort_partition(self, df, columns, ascending):
+        fw, spark = self._fw(df), df.sparkSession
+        booleans = self._array(spark, lambda j: j.boolean, ascending, bool)
+        return DataFrame(fw.sortPartition(df._jdf, self._columns(spark, columns), booleans), spark)
+
+    def aggregate(self, df, columns):
+        spark = df.sparkSession
+        return DataFrame(self._fw(df).aggregate(df._jdf, self._columns(spark, columns)), spark)
+
+    def python_partition(self, df, operation, udf):
+        return DataFrame(self._fw(df).pythonPartition(df._jdf, operation, udf._jc), df.sparkSession)
+
+    def keyed_repartition(self, df, keys):
+        spark = df.sparkSession
+        return DataFrame(self._fw(df).keyedRepartition(df._jdf, self._strings(spark, keys)), spark)
+
+    def keyed_aggregate(self, df, keys, columns):
+        spark = df.sparkSession
+        jdf = self._fw(df).keyedAggregate(df._jdf, self._strings(spark, keys),
+                                          self._columns(spark, columns))
+        return DataFrame(jdf, spark)
+
+    def keyed_python(self, df, operation, keys, udf):
+        spark = df.sparkSession
+        jdf = self._fw(df).keyedPythonPartition(df._jdf, operation, self._strings(spark, keys),
+                                                udf._jc)
+        return DataFrame(jdf, spark)
+
+    def keyed_running(self, df, operation, keys, sequence, udf):
+        spark = df.sparkSession
+        jdf = self._fw(df).keyedRunning(df._jdf, operation, self._strings(spark, keys), sequence,
+                                        udf._jc)
+        return DataFrame(jdf, spark)
+
+    def co_group(self, left, right, left_keys, right_keys, udf):
+        spark = left.sparkSession
+        jdf = self._fw(left).coGroup(left._jdf, right._jdf, self._strings(spark, left_keys),
+                                     self._strings(spark, right_keys), udf._jc)
+        return DataFrame(jdf, spark)
+
+    def operator_metrics(self, df) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._fw(df).operatorMetrics(df._jdf).items()}
+
+
+class ConnectBackend(_Backend):
+    """A fullwindow relation message (proto/fullwindow/connect.proto) inside a Spark Connect
+    plan, planned on the server by FullWindowRelationPlugin."""
+
+    def check(self, df: DataFrame) -> None:
+        """The server is checked when the first operation is analyzed; recovery, here."""
+        _check_no_recovery(df.sparkSession)
+
+    def _udf_class(self) -> type:
+        from pyspark.sql.connect.udf import UserDefinedFunction
+
+        return UserDefinedFunction
+
+    def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[DataFrame] = ()):
+        """A Connect DataFrame over ``df`` whose plan is a FullWindowRelation that ``fill(rel,
+        client)`` completes; analyzed at once (one round trip), so that a bad argument fails
+        here with the same error as on a classic session, not at the first action."""
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+        from fullwindow._connect.plan import FullWindowPlan
+
+        session = df.sparkSession
+        _check_no_recovery(session)
+        out = ConnectDataFrame(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
+        out.schema  # noqa: B018 - analyze now
+        return out
+
+    @staticmethod
+    def _expr(client, column: Column) -> bytes:
+        return column.to_plan(client).SerializeToString()
+
+    def sort_partition(self, df, columns, ascending):
+        def fill(rel, client):
+            rel.sort_partition.keys.extend(self._expr(client, c) for c in columns)
+            rel.sort_partition.ascending.extend(bool(a) for a in ascending)
+        return self._build(df, fill)
+
+    def aggregate(self, df, columns):
+        def fill(rel, client):
+            rel.aggregate.columns.extend(self._expr(client, c) for c in columns)
+        return self._build(df, fill)
+
+    def python_partition(self, df, operation, udf):
+        def fill(rel, client):
+            rel.python_partition.operation = operation
+            rel.python_partition.udf = self._expr(client, udf)
+        return self._build(df, fill)
+
+    def keyed_repartition(self, df, keys):
+        def fill(rel, client):
+            rel.keyed_repartition.keys.extend(keys)
+        return self._build(df, fill)
+
+    def keyed_aggregate(self, df, keys, columns):
+        def fill(rel, client):
+            rel.keyed_aggregate.keys.extend(keys)
+            rel.keyed_aggregate.columns.extend(self._expr(client, c) for c in columns)
+        return self._build(df, fill)
+
+    def keyed_python(self, df, operation, keys, udf):
+        def fill(rel, client):
+            m = rel.keyed_python_partition
+            m.operation, m.udf = operation, self._expr(client, udf)
+            m.keys.extend(keys)
+        return self._build(df, fill)
+
+    def keyed_running(self, df, operation, keys, sequence, udf):
+        def fill(rel, client):
+            m = rel.keyed_running
+            m.operation, m.sequence, m.udf = operation, sequence, self._expr(client, udf)
+            m.keys.extend(keys)
+        return self._build(df, fill)
+
+    def co_group(self, left, right, left_keys, right_keys, udf):
+        def fill(rel, client):
+            m = rel.co_group
+            m.right = right._plan.plan(client).SerializeToString()
+            m.left_keys.extend(left_keys)
+            m.right_keys.extend(right_keys)
+            m.udf = self._expr(client, udf)
+        return self._build(left, fill, [right])
+
+    def operator_metrics(self, df) -> dict[str, int]:
+        """Spark Connect sends the executed plan's SQL metrics with each result; the last
+        action's are on ``df.executionInfo``."""
+        from fullwindow.errors import FullWindowValueError
+
+        info = getattr(df, "executionInfo", None)
+        collected = info.metrics if info is not None else None
+        if collected is None:
+            raise FullWindowValueError(
+                "operator_metrics: this Spark Connect DataFrame has no execution metrics yet; "
+                "run an action on it first (e.g. df.collect()): Spark Connect sends the plan's "
+                "metrics with the result of an action")
+        out: dict[str, int] = {}
+        for node in collected._metrics:
+            if node.name.startswith("FullWindow") or node.name.startswith("KeyedRunning"):
+                for m in node.metrics:
+                    key = f"{node.name}.{m.name}"
+                    out[key] = out.get(key, 0) + int(m.value)
+        return out
+
+
+def _check_no_recovery(session: Any) -> None:
+    raw = session.conf.get("spark.fullwindow.recovery.enabled", None)
+    if raw is not None and str(raw).strip().lower() not in ("", "false"):
+        raise ConfigurationError(
+            "spark.fullwindow.recovery.enabled=true needs a classic SparkSession: recovery's "
+            "job-event listener and committed-output bookkeeping run in the driver process, "
+            "which a Spark Connect client does not have. Run the job with "
+            "fullwindow.session(master=...) (classic), or turn recovery off for this session.")
+
+
+def setup_error_for_connect() -> FullWindowSetupError:
+    """What a Connect server without fullwindow's plugin answers, said as what to do."""
+    from fullwindow._jvm import EXTENSION_CLASS, jar_path
+
+    return FullWindowSetupError(
+        "the Spark Connect server does not run fullwindow's relation plugin. Start the server "
+        "with these three settings: --jars " + jar_path() + " --conf spark.sql.extensions="
+        + EXTENSION_CLASS + " --conf " + PLUGIN_CONF + "=" + PLUGIN_CLASS + " (e.g. "
+        "$SPARK_HOME/sbin/start-connect-server.sh --jars ... --conf ... --conf ...), or connect "
+        "with fullwindow.session(remote='local[2]'), which starts a local server carrying them.")
+
+
+_CLASSIC = ClassicBackend()
+_CONNECT = ConnectBackend()

@@ -1,0 +1,40 @@
+"""fullwindow's relation as a node of a Spark Connect client's logical plan."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pyspark.sql.connect.plan import LogicalPlan
+
+from fullwindow._connect.connect_pb2 import FullWindowRelation
+
+
+class FullWindowPlan(LogicalPlan):
+    """A ``spark.connect.Relation`` whose ``extension`` is a :class:`FullWindowRelation` over
+    ``child`` (serialized into it); ``fill(relation, client)`` sets the operation. ``others``
+    are further input plans the operation holds (coGroup's right side)."""
+
+    def __init__(self, child: LogicalPlan, fill: Callable[[FullWindowRelation, Any], None],
+                 others: Sequence[LogicalPlan] = ()) -> None:
+        super().__init__(child)
+        self._fill = fill
+        self._others = list(others)
+
+    def plan(self, session: Any) -> Any:
+        assert self._child is not None
+        rel = FullWindowRelation()
+        rel.input = self._child.plan(session).SerializeToString()
+        self._fill(rel, session)
+        out = self._create_proto_relation()
+        out.extension.Pack(rel)
+        return out
+
+    @property
+    def observations(self) -> dict:
+        merged = dict(super().observations)
+        for other in self._others:
+            merged.update(other.observations)
+        return merged
+
+    def print(self, indent: int = 0) -> str:
+        return f"{' ' * indent}<FullWindowRelation>\n" + (
+            self._child.print(indent + LogicalPlan.INDENT) if self._child else "")

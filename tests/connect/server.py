@@ -1,0 +1,113 @@
+"""A real Spark Connect server process, started from the pyspark install with
+``sbin/start-connect-server.sh`` (in the foreground), on 127.0.0.1 and a free port."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Mapping
+
+from cluster import free_port, spark_home  # tests/cluster.py
+
+
+# what a local Connect session (the `spark` fixture's) leaves in this process's environment: a
+# server or client started from here must not inherit them (the token turns TLS on)
+_LOCAL_CONNECT_ENV = ("SPARK_CONNECT_AUTHENTICATE_TOKEN", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
+                      "SPARK_CONNECT_MODE_ENABLED")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCAL_CONNECT_ENV}
+    env.update(extra)
+    return env
+
+
+def fullwindow_server_args() -> list[str]:
+    """The three settings that put fullwindow on a Connect server (what the README says)."""
+    import fullwindow
+    from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
+
+    return ["--jars", fullwindow.jar_path(),
+            "--conf", f"spark.sql.extensions={fullwindow.EXTENSION_CLASS}",
+            "--conf", f"{PLUGIN_CONF}={PLUGIN_CLASS}"]
+
+
+class ConnectServer:
+    """``with ConnectServer(fullwindow=True) as server: ... server.url``; the server process
+    group is killed on exit, also after a failure."""
+
+    def __init__(self, fullwindow: bool = True, conf: Mapping[str, str] | None = None,
+                 master: str = "local[2]"):
+        self.port = free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        self.fullwindow, self.conf, self.master = fullwindow, dict(conf or {}), master
+        self.proc: subprocess.Popen | None = None
+        self.logdir = tempfile.mkdtemp(prefix="fw-connect-")
+
+    def log(self) -> str:
+        out = []
+        for name in sorted(os.listdir(self.logdir)):
+            path = os.path.join(self.logdir, name)
+            if os.path.isfile(path):
+                with open(path, errors="replace") as f:
+                    out.append(f"--- {name}\n{f.read()[-4000:]}")
+        return "\n".join(out)
+
+    def start(self, timeout: float = 180) -> "ConnectServer":
+        conf = {"spark.connect.grpc.binding.address": "127.0.0.1",
+                "spark.connect.grpc.binding.port": str(self.port),
+                "spark.ui.enabled": "false", "spark.driver.memory": "1g",
+                "spark.sql.shuffle.partitions": "4", "spark.pyspark.python": sys.executable}
+        conf.update(self.conf)
+        args = [os.path.join(spark_home(), "sbin", "start-connect-server.sh"),
+                "--master", self.master]
+        if self.fullwindow:
+            args += fullwindow_server_args()
+        for k, v in conf.items():
+            args += ["--conf", f"{k}={v}"]
+        env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
+                        SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
+                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+        log = open(os.path.join(self.logdir, "server.out"), "w")
+        self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the Connect server exited ({self.proc.returncode}):\n"
+                                   + self.log())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the Connect server did not listen within {timeout}s:\n" + self.log())
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(30)
+        self.proc = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
+    def __enter__(self) -> "ConnectServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
