@@ -172,7 +172,7 @@ def _committed_any(job):
 def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(tmp_path,
                                                                               reference):
     job = Job(tmp_path, "twice")
-    first = job.start("r1", slow=6.0)  # long enough for a second driver's JVM to start
+    first = job.start("r1", slow=20.0)  # killed long before it ends
     try:
         deadline = time.time() + 120
         while not (_committed_any(job) if os.path.isdir(job.dir) else False):
@@ -200,7 +200,7 @@ def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(t
 
 def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, reference):
     job = Job(tmp_path, "hung")
-    timeout = 6.0
+    timeout = 20.0  # a second driver must get to its check within it on a loaded machine
     first = job.start("r1", slow=1.5, lease_timeout=f"{timeout:g}s")
     try:
         deadline = time.time() + 120
@@ -212,6 +212,7 @@ def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, ref
         second = job.start("r2", lease_timeout=f"{timeout:g}s")
         assert second.wait(120) != 0
         assert "RecoveryConflictError" in job.log("r2")
+        assert time.time() - stopped < timeout, "the check came too late to mean anything"
         # once the hung driver's lease has expired, a restart takes over and finishes
         time.sleep(max(0.0, stopped + timeout + 0.5 - time.time()))
         assert job.holder()["state"] == "expired"

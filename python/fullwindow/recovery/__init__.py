@@ -37,12 +37,13 @@ from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LE
 from fullwindow.errors import FullWindowError
 from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
 from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+from fullwindow.recovery._status import status, verify
 from fullwindow.recovery.lease import Lease
 
 __all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE_BUFFER_SIZE",
            "EventStore", "EventStoreWarning", "RecoveryConflictError", "RecoveryStorageError",
            "RecoverySettings", "cleanup", "flush", "job_events", "recovery_state",
-           "settings_from", "start"]
+           "settings_from", "start", "status", "verify"]
 
 log = logging.getLogger("fullwindow.recovery")
 

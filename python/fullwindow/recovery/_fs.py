@@ -46,6 +46,15 @@ class LocalFS:
         with open(path, "rb") as f:
             return f.read()
 
+    def crc32(self, path: str) -> int:
+        import zlib
+
+        crc = 0
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                crc = zlib.crc32(chunk, crc)
+        return crc & 0xFFFFFFFF
+
     def create(self, path: str) -> "LocalStream":
         """A new file, opened exclusively (an existing file is never rewritten)."""
         return LocalStream(open(path, "xb"))
@@ -156,6 +165,18 @@ class HadoopFS:
             return bytes(out.toByteArray())
         finally:
             stream.close()
+
+    def crc32(self, path: str) -> int:
+        fs, p = self._fs(path)
+        jvm = self._jvm
+        crc = jvm.java.util.zip.CRC32()
+        stream = jvm.java.util.zip.CheckedInputStream(fs.open(p), crc)
+        try:
+            jvm.org.apache.hadoop.io.IOUtils.copyBytes(
+                stream, jvm.java.io.OutputStream.nullOutputStream(), 1 << 20, False)
+        finally:
+            stream.close()
+        return int(crc.getValue())
 
     def create(self, path: str) -> "HadoopStream":
         fs, p = self._fs(path)

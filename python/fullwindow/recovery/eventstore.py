@@ -277,8 +277,17 @@ class EventStore:
     def read_all(directory: str, fs: Any = None, warn: bool = True) -> List[Dict[str, Any]]:
         """Every intact event of every segment, oldest segment first, in append order. Damaged
         stretches are skipped with an :class:`EventStoreWarning` (and a log warning)."""
-        fs = fs or _fs.filesystem(directory)
         out: List[Dict[str, Any]] = []
+        for _, events in EventStore.read_segments(directory, fs, warn):
+            out.extend(events)
+        return out
+
+    @staticmethod
+    def read_segments(directory: str, fs: Any = None,
+                      warn: bool = True) -> List[Tuple[str, List[Dict[str, Any]]]]:
+        """Per segment (one per run), oldest first: its path and its intact events."""
+        fs = fs or _fs.filesystem(directory)
+        out: List[Tuple[str, List[Dict[str, Any]]]] = []
         for path in EventStore.segments(directory, fs):
             try:
                 data = fs.read(path)
@@ -289,8 +298,8 @@ class EventStore:
             for p in problems:
                 log.warning("fullwindow: %s", p)
                 if warn:
-                    warnings.warn(f"fullwindow event store: {p}", EventStoreWarning, stacklevel=2)
-            out.extend(events)
+                    warnings.warn(f"fullwindow event store: {p}", EventStoreWarning, stacklevel=3)
+            out.append((path, events))
         return out
 
     @staticmethod

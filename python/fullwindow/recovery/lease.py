@@ -10,8 +10,8 @@ Taking the lease is creating epoch ``n + 1`` with create-if-absent (a hard link 
 temporary file on a local directory; Hadoop's ``create(path, overwrite=false)`` elsewhere, atomic
 on HDFS), after checking that epoch ``n`` is free (none, released, expired or its process dead):
 of two drivers racing for it one creates the file and the other finds it there. A holder renews
-by setting its file's modification time every ``timeout / 4``; before each renewal it checks that
-its epoch is still the highest, and a holder that finds a higher one (it was stopped longer than
+by setting its file's modification time every ``timeout / 4`` (2 s at most); before each renewal
+it checks that its epoch is still the highest, and a holder that finds a higher one (it was stopped longer than
 its timeout, and another driver took over) has lost the lease: its job stops committing and
 recording events. Releasing sets the modification time to 0 (expired).
 
@@ -124,6 +124,25 @@ def describe(holder: Dict[str, Any]) -> str:
             f"unless renewed")
 
 
+def check_free(settings: Any, where: str) -> None:
+    """Raises :class:`RecoveryConflictError` when a live lease holds the job of ``settings``
+    (a local recovery directory only: a Hadoop URI needs the JVM, where :class:`Lease` checks).
+    Lets a second driver fail before it starts a JVM; the lease itself is taken later."""
+    if not _fs.is_local(settings.directory):
+        return
+    current = read(_fs.LocalFS(), settings.job_dir)
+    if current is not None and current["live"]:
+        raise _conflict(where, settings.job_dir, current)
+
+
+def _conflict(where: str, job_dir: str, current: Dict[str, Any]) -> RecoveryConflictError:
+    return RecoveryConflictError(
+        f"{where}: another driver holds job {os.path.basename(job_dir)!r} "
+        f"(lease {lease_dir(job_dir)}): {describe(current)}. Two runs of one job id would "
+        "write into the same recovery directory; wait for that run to end, or stop it, or give "
+        "this run another spark.fullwindow.recovery.jobId.")
+
+
 class Lease:
     """This driver's lease on one job directory; :meth:`acquire` takes it or raises
     :class:`RecoveryConflictError`, a daemon thread renews it until :meth:`release`."""
@@ -152,11 +171,7 @@ class Lease:
             epochs = _epochs(self.fs, self.directory)
             current = read(self.fs, self.job_dir) if epochs else None
             if current is not None and current["live"]:
-                raise RecoveryConflictError(
-                    f"{where}: another driver holds job {os.path.basename(self.job_dir)!r} "
-                    f"(lease {self.directory}): {describe(current)}. Two runs of one job id "
-                    "would write into the same recovery directory; wait for that run to end, or "
-                    "stop it, or give this run another spark.fullwindow.recovery.jobId.")
+                raise _conflict(where, self.job_dir, current)
             n = (epochs[-1] if epochs else 0) + 1
             now = int(time.time() * 1000)
             me = {"host": socket.gethostname(), "pid": os.getpid(),
@@ -201,7 +216,7 @@ class Lease:
         return True
 
     def _renew_loop(self) -> None:
-        interval = max(0.05, self.timeout_ms / 4000)
+        interval = max(0.05, min(2.0, self.timeout_ms / 4000))
         while not self._stop.wait(interval):
             if not self.renew():
                 return
