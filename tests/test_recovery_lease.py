@@ -191,9 +191,8 @@ def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(t
         _kill(first)
     # SIGKILLed on this host: its process is gone, so a restart takes the job over at once
     # (its lease would otherwise hold for the 60 s default)
-    t0 = time.time()
     job.run("r3")
-    assert time.time() - t0 < 60
+    assert "taking over from" in job.log("r3") and "(its lease was dead)" in job.log("r3")
     assert job.output() == reference
     assert job.holder()["epoch"] == 2 and job.holder()["state"] == "released"
 

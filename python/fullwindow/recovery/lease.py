@@ -119,9 +119,11 @@ def describe(holder: Dict[str, Any]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started / 1000)) + " UTC" \
         if isinstance(started, int) else "an unknown time"
     left = max(0.0, (holder["expires"] - time.time() * 1000) / 1000)
+    state = holder.get("state")
     return (f"host {holder.get('host') or '?'}, pid {holder.get('pid') or '?'}, application "
-            f"{holder.get('appId') or '?'}, started {when}; its lease expires in {left:.0f} s "
-            f"unless renewed")
+            f"{holder.get('appId') or '?'}, started {when}; " +
+            (f"its lease expires in {left:.0f} s unless renewed" if state == "live"
+             else f"its lease is {state} now"))
 
 
 def check_free(settings: Any, where: str) -> None:
