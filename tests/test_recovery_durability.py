@@ -25,7 +25,7 @@ import fullwindow
 from fullwindow.recovery import job_events
 spark = fullwindow.session(master="local[1]", conf={
     "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.adaptive.enabled": "true", "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": DIR,
     "spark.fullwindow.recovery.jobId": "durable"})
 src = spark.range(0, 1000, numPartitions=2)

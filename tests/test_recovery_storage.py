@@ -39,6 +39,15 @@ def session(directory, job="job"):
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
         "spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": directory,
         "spark.fullwindow.recovery.jobId": job})
+def fill(path):  # writes until the file system is full, to the last block
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 def report(err):
     print(f"RAISED {type(err).__module__}.{type(err).__name__}: {err}", flush=True)
 """
@@ -82,12 +91,7 @@ def test_full_directory_fails_at_session_start(tmp_path):
     mount = str(tmp_path / "full")
     r = _run_mounted(mount, "size=1m", f"""
 os.makedirs({mount + "/recovery"!r})
-with open({mount + "/filler"!r}, "wb") as f:   # fill the file system to the last block
-    try:
-        while True:
-            f.write(b"x" * 4096); f.flush()
-    except OSError:
-        pass
+fill({mount + "/filler"!r})
 try:
     session({mount + "/recovery"!r})
     print("STARTED")
@@ -104,12 +108,7 @@ def test_directory_filling_up_mid_run_fails_the_job(tmp_path):
     mount = str(tmp_path / "fills")
     r = _run_mounted(mount, "size=4m", f"""
 spark = session({mount + "/recovery"!r})
-with open({mount + "/filler"!r}, "wb") as f:   # another writer fills the disk after the start
-    try:
-        while True:
-            f.write(b"x" * 4096); f.flush()
-    except OSError:
-        pass
+fill({mount + "/filler"!r})  # another writer fills the disk after the start
 df = spark.range(0, 200000, numPartitions=2).fullWindowPartition().sortPartition("id")
 try:
     n = df.count()

@@ -12,6 +12,13 @@ partitions are all recovered is replaced by a read of its committed outputs, so 
 it runs. Partly recovered operations reuse partitions only under the same partition layout (which
 shuffle partitions each reads: adaptive execution may coalesce differently between runs).
 
+One driver runs a job id at a time: opening the job probes the directory (a write, sync and read
+back: :class:`ConfigurationError` if it fails) and takes a lease on ``<dir>/<jobId>``
+(recovery/lease.py; :class:`RecoveryConflictError` while another driver holds it). A run that
+loses its lease or its directory cancels its Spark jobs and raises :class:`RecoveryStorageError`
+or :class:`RecoveryConflictError`. :func:`status` and :func:`verify` (and ``python -m
+fullwindow.recovery``) show what a job directory holds.
+
 >>> spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
 ...                                   "spark.fullwindow.recovery.dir": "/data/fw-recovery",
 ...                                   "spark.fullwindow.recovery.jobId": "nightly-2024-06-01"})
@@ -30,11 +37,11 @@ from typing import Any, Dict, List, Optional
 
 from pyspark.sql import DataFrame
 
+from fullwindow.errors import FullWindowError
 from fullwindow.recovery import _fs
 from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LEASE_TIMEOUT,
                                         WRITE_BUFFER_SIZE, RecoverySettings, settings_from,
                                         settings_of_session)
-from fullwindow.errors import FullWindowError
 from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
 from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
 from fullwindow.recovery._status import status, verify
@@ -136,8 +143,8 @@ class _Job:
             self.lease.release()
             raise
 
-    def _lease_lost(self, why: str) -> None:
-        gone = "gone" in why
+    def _lease_lost(self, why: str, taken_over: bool) -> None:
+        gone = not taken_over
         self.fail((RecoveryStorageError if gone else RecoveryConflictError)(
             f"recovery of job {self.settings.job_id!r}: {why}. This run cannot be recovered "
             "from here on, so its Spark jobs were cancelled" +

@@ -147,10 +147,12 @@ def _conflict(where: str, job_dir: str, current: Dict[str, Any]) -> RecoveryConf
 
 class Lease:
     """This driver's lease on one job directory; :meth:`acquire` takes it or raises
-    :class:`RecoveryConflictError`, a daemon thread renews it until :meth:`release`."""
+    :class:`RecoveryConflictError`, a daemon thread renews it until :meth:`release`. When a
+    renewal finds the lease lost it calls ``on_lost(why, taken_over)`` (``taken_over``: another
+    driver holds it; else the lease file is gone with the job directory)."""
 
     def __init__(self, fs: Any, job_dir: str, timeout: float, app_id: str,
-                 on_lost: Optional[Callable[[str], None]] = None):
+                 on_lost: Optional[Callable[[str, bool], None]] = None):
         self.fs = fs
         self.job_dir = job_dir
         self.directory = lease_dir(job_dir)
@@ -213,7 +215,7 @@ class Lease:
                             else "its lease file is gone (the job directory was deleted)"))
             log.error("fullwindow: %s; this run stops committing", self.lost)
             if self.on_lost is not None:
-                self.on_lost(self.lost)
+                self.on_lost(self.lost, holder is not None)
             return False
         return True
 
