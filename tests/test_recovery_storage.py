@@ -49,7 +49,8 @@ def fill(path):  # writes until the file system is full, to the last block
     finally:
         os.close(fd)
 def report(err):
-    print(f"RAISED {type(err).__module__}.{type(err).__name__}: {err}", flush=True)
+    text = " | ".join(str(err).splitlines())
+    print(f"RAISED {type(err).__module__}.{type(err).__name__}: {text}", flush=True)
 """
 
 
