@@ -1,6 +1,8 @@
 """Chaos: the driver of tests/recovery_job.py (Python, its JVM and Python workers: the whole
-process group) is SIGKILLed at seeded random moments of its life, from JVM start to the final
-write, and restarted after each kill until the job completes; then at three forced points: inside
+process group) is SIGKILLed at seeded random moments of its life (a fifth of them during JVM start
+and session set-up, the others spread over the work from the session being ready to the final
+write, scaled by an uninterrupted run's phases) and restarted after each kill until the job
+completes; then at three forced points: inside
 a commit rename (renames held 1.5 s by strace fault injection, killed while a complete temporary
 file waits for its rename), inside an event flush (fsyncs held the same way, killed while
 written event bytes wait for their fsync), and during the final write. After every restart:
@@ -28,7 +30,8 @@ from helpers import ROOT, RecoveryJob
 
 SEED = int(os.environ.get("FULLWINDOW_CHAOS_SEED", "12"))
 KILLS = int(os.environ.get("FULLWINDOW_CHAOS_KILLS", "10"))
-SLOW = 0.4  # seconds per partition of A and B: the job lasts a few seconds past JVM start
+SLOW = 1.0  # seconds per partition of A and B (4 partitions on 2 cores): a few seconds of work
+STARTUP_SHARE = 0.2  # of the random kills, the share aimed at JVM start (before the session)
 PARTS = {0, 1, 2, 3}
 STAGES = ("A", "B")
 
@@ -58,10 +61,25 @@ class Job(RecoveryJob):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
+    """An uninterrupted run's output, and how long its phases took: process start to session
+    ready (the lease taken: JVM start) and session ready to exit (the job's work)."""
+    job = Job(tmp_path_factory.mktemp("reference"), "reference")
     t0 = time.time()
     job.run("r1", slow=SLOW)
-    return job.output(), time.time() - t0
+    total = time.time() - t0
+    ready = _ready_at(job)
+    assert ready is not None
+    return job.output(), ready - t0, total - (ready - t0)
+
+
+def _ready_at(job: Job, pid: int | None = None) -> float | None:
+    """When the run ``pid`` (any, if None) took the job's lease (its session was ready)."""
+    from fullwindow.recovery import _fs, lease
+
+    held = lease.read(_fs.LocalFS(), os.path.join(job.dir, job.name))
+    if held is None or (pid is not None and held["pid"] != pid):
+        return None
+    return held["started"] / 1000
 
 
 def _kill(p) -> None:
@@ -89,12 +107,19 @@ class Life:
         self.reference = reference_rows
         self.runs = 0
         self.kills: list[dict] = []
+        self.last_kill: dict | None = None
 
     def next_run(self) -> tuple[str, dict]:
         self.runs += 1
         return f"r{self.runs}", self.job.durable()
 
     def check_resumed(self, run: str, before: dict) -> None:
+        """After ``run`` ended (killed or complete): durable partitions did not run in it, and
+        what the previous kill lost (had run, not durable) and ``run`` ran again is recorded."""
+        if self.last_kill is not None:
+            k, self.last_kill = self.last_kill, None
+            k["redone"] = {s: sorted(set(k["ran_not_durable"][s]) & self.job.ran(s, run))
+                           for s in STAGES}
         for s in STAGES:
             redone = self.job.ran(s, run) & before[s]
             assert not redone, f"{self.job.name} {run}: durable {s} partitions {redone} ran again"
@@ -103,10 +128,10 @@ class Life:
         self.check_resumed(run, before)
         after = self.job.durable()
         ran = {s: self.job.ran(s, run) for s in STAGES}
-        self.kills.append({"life": self.job.name, "run": run, "where": where,
-                           "at_s": round(at, 2),
-                           "durable_after": {s: len(after[s]) for s in STAGES},
-                           "ran_not_durable": {s: sorted(ran[s] - after[s]) for s in STAGES}})
+        self.last_kill = {"life": self.job.name, "run": run, "where": where, "at_s": round(at, 2),
+                          "durable_after": {s: len(after[s]) for s in STAGES},
+                          "ran_not_durable": {s: sorted(ran[s] - after[s]) for s in STAGES}}
+        self.kills.append(self.last_kill)
 
     def finish(self) -> None:
         run, before = self.next_run()
@@ -116,11 +141,6 @@ class Life:
     def completed(self, run: str, before: dict) -> None:
         self.check_resumed(run, before)
         assert self.job.output() == self.reference, f"{self.job.name} {run}: output differs"
-        prev = f"r{self.runs - 1}"
-        for k in self.kills:
-            if k["run"] == prev:  # partitions that had run but were not durable: run again
-                k["redone"] = {s: sorted(set(k["ran_not_durable"][s]) & self.job.ran(s, run))
-                               for s in STAGES}
 
 
 def _report(section: str, data) -> None:
@@ -132,7 +152,7 @@ def _report(section: str, data) -> None:
 
 
 def test_random_kills_over_a_jobs_life(tmp_path, reference):
-    rows, t_ref = reference
+    rows, t_start, t_work = reference
     rng = random.Random(SEED)
     lives: list[Life] = []
     tried = landed = 0
@@ -144,24 +164,34 @@ def test_random_kills_over_a_jobs_life(tmp_path, reference):
             run, before = life.next_run()
             p = life.job.start(run, slow=SLOW)
             started = time.time()
-            at = rng.uniform(0.3, t_ref * 1.1)  # anywhere from JVM start to the final write
             tried += 1
-            if not _wait(p, started + at):
+            u = rng.random()
+            if u < STARTUP_SHARE:  # during JVM start and session set-up
+                phase, at = "start", u / STARTUP_SHARE * t_start
+                alive = _wait(p, started + at)
+            else:  # while the job works: from its session being ready to the final write
+                phase, at = "work", (u - STARTUP_SHARE) / (1 - STARTUP_SHARE) * t_work * 1.1
+                alive = _wait(p, started + 600, lambda: _ready_at(life.job, p.pid) is not None)
+                alive = alive and _wait(p, time.time() + at)
+            if not alive:
                 assert p.wait(30) == 0 and "JOB DONE" in life.job.log(run), \
                     life.job.log(run)[-3000:]
                 life.completed(run, before)
                 break
             _kill(p)
             landed += 1
-            life.killed(run, before, at, "random")
+            life.killed(run, before, at, phase)
             if landed >= KILLS:
                 life.finish()
                 break
     kills = [k for life in lives for k in life.kills]
     _report("random", {"tried": tried, "landed": landed, "lives": len(lives),
-                       "seconds": round(time.time() - t0, 1), "reference_s": round(t_ref, 1),
-                       "kills": kills})
+                       "seconds": round(time.time() - t0, 1),
+                       "reference_start_s": round(t_start, 1),
+                       "reference_work_s": round(t_work, 1), "kills": kills})
     assert landed >= KILLS and all("redone" in k for k in kills)
+    # the kills reached the work too, not only JVM start
+    assert any(sum(k["durable_after"].values()) for k in kills)
 
 
 def _complete_tmp(job: Job) -> bool:
@@ -208,7 +238,7 @@ def _held(calls: str) -> tuple:
 @pytest.mark.skipif(STRACE is None, reason="needs strace (apt-get install strace)")
 @pytest.mark.parametrize("where", ["commit rename", "event flush", "final write"])
 def test_forced_kill(tmp_path, reference, where):
-    rows, _ = reference
+    rows = reference[0]
     life = Life(tmp_path, where.replace(" ", "-"), rows)
     run, before = life.next_run()
     job = life.job
