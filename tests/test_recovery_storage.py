@@ -71,11 +71,18 @@ def _raised(r) -> str:
 
 
 @needs_mounts
-def test_read_only_directory_fails_at_session_start(tmp_path):
-    mount = str(tmp_path / "ro")
-    r = _run_mounted(mount, "ro,size=1m", f"""
+@pytest.mark.parametrize("kind,options,setup,why", [
+    ("read-only", "ro,size=1m", "", "Read-only file system"),
+    ("full", "size=1m", "os.makedirs(MOUNT + '/recovery'); fill(MOUNT + '/filler')",
+     "No space left on device"),
+])
+def test_bad_directory_fails_at_session_start(tmp_path, kind, options, setup, why):
+    mount = str(tmp_path / kind)
+    r = _run_mounted(mount, options, f"""
+MOUNT = {mount!r}
+{setup}
 try:
-    session({mount + "/recovery"!r})
+    session(MOUNT + "/recovery")
     print("STARTED")
 except Exception as err:
     report(err)
@@ -83,25 +90,8 @@ except Exception as err:
     line = _raised(r)
     assert line.startswith("RAISED fullwindow.errors.ConfigurationError: recovery.start: ")
     assert f"the recovery directory {mount}/recovery (spark.fullwindow.recovery.dir) cannot be " \
-           "written: " in line and "Read-only file system" in line
+           "written: " in line and why in line
     assert "STARTED" not in r.stdout
-
-
-@needs_mounts
-def test_full_directory_fails_at_session_start(tmp_path):
-    mount = str(tmp_path / "full")
-    r = _run_mounted(mount, "size=1m", f"""
-os.makedirs({mount + "/recovery"!r})
-fill({mount + "/filler"!r})
-try:
-    session({mount + "/recovery"!r})
-    print("STARTED")
-except Exception as err:
-    report(err)
-""")
-    line = _raised(r)
-    assert line.startswith("RAISED fullwindow.errors.ConfigurationError: ")
-    assert "cannot be written" in line and "No space left on device" in line
 
 
 @needs_mounts
