@@ -142,10 +142,11 @@ class RecoveryJob:
     def _log(self, run: str) -> str:
         return os.path.join(self.base, f"{self.name}-{run}.log")
 
-    def start(self, run: str, slow: float = 0.0, variant: str = "1",
+    def start(self, run: str, slow: float = 0.0, variant: str = "1", prefix: tuple = (),
               **options) -> subprocess.Popen:
+        """``prefix``: a command the driver runs under (e.g. strace)."""
         log = open(self._log(run), "w")
-        return subprocess.Popen([sys.executable, self.script],
+        return subprocess.Popen([*prefix, sys.executable, self.script],
                                 env=self.env(run, slow, variant, **options),
                                 stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
                                 start_new_session=True)

@@ -7,6 +7,7 @@ MARKS                  a directory where each user function leaves one file per 
 RUN                    a name for this run, part of each marker's name
 SLOW                   seconds each partition's user function sleeps (to be killed midway)
 VARIANT                "2" changes the second operation's code (a changed program)
+LEASE_TIMEOUT          spark.fullwindow.recovery.leaseTimeout (unset: the default)
 
 Stages: (1) A: mapPartition over range(0, 4000) in 4 partitions, (2) B: mapPartition after a
 hash repartition by k, per-key count and sum, (3) the final write after another repartition,
@@ -72,6 +73,8 @@ def main():
                      "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
                      "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
                      "spark.fullwindow.eventStore.flushInterval": "200ms"})
+        if os.environ.get("LEASE_TIMEOUT"):
+            conf["spark.fullwindow.recovery.leaseTimeout"] = os.environ["LEASE_TIMEOUT"]
     spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-job")
     spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(0, 4000, numPartitions=4)

@@ -89,11 +89,11 @@ class Driver:
         with open(self.log_path(run), errors="replace") as f:
             return f.read()
 
-    def start(self, run: str, slow: float) -> subprocess.Popen:
+    def start(self, run: str, slow: float, parts: int = N, rows: int = ROWS) -> subprocess.Popen:
         env = dict(os.environ)
         env.update(MASTER=self.cluster.url, RECOVERY_DIR=self.dir, JOB_ID=self.job_id, OUT=self.out,
-                   MARKS=self.marks, JAR=self.jar, RUN=run, SLOW=str(slow), PARTS=str(N),
-                   ROWS=str(ROWS),
+                   MARKS=self.marks, JAR=self.jar, RUN=run, SLOW=str(slow), PARTS=str(parts),
+                   ROWS=str(rows),
                    PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
                                                env.get("PYTHONPATH", "")]))
         log = open(self.log_path(run), "w")

@@ -73,6 +73,8 @@ def test_operation_definition_rejects_recovery_without_job_id(spark, conf, tmp_p
     ("spark.fullwindow.eventStore.writeBufferSize", "lots", "expected a size"),
     ("spark.fullwindow.eventStore.flushInterval", "soon", "expected a duration"),
     ("spark.fullwindow.recovery.jobId", "a/b", "cannot contain '/'"),
+    ("spark.fullwindow.recovery.leaseTimeout", "soon", "expected a duration"),
+    ("spark.fullwindow.recovery.leaseTimeout", "0s", "expected a positive duration"),
 ])
 def test_bad_values(key, value, expected):
     conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": "/d",
@@ -91,7 +93,11 @@ def test_sizes_and_durations():
     d = settings_from({"spark.fullwindow.recovery.enabled": "true",
                        "spark.fullwindow.recovery.dir": "/r",
                        "spark.fullwindow.recovery.jobId": "j"}.get, "x")
-    assert (d.write_buffer_size, d.flush_interval) == (1 << 20, 1.0)
+    assert (d.write_buffer_size, d.flush_interval, d.lease_timeout) == (1 << 20, 1.0, 60.0)
+    t = settings_from({"spark.fullwindow.recovery.enabled": "true",
+                       "spark.fullwindow.recovery.dir": "/r", "spark.fullwindow.recovery.jobId": "j",
+                       "spark.fullwindow.recovery.leaseTimeout": "2min"}.get, "x")
+    assert t.lease_timeout == 120.0
 
 
 def test_off_by_default_leaves_plans_alone(spark, conf):

@@ -64,7 +64,11 @@ def configure(builder: SparkSession.Builder,
     from fullwindow.recovery.config import settings_from
 
     options = getattr(builder, "_options", {})
-    settings_from(lambda k: options.get(k), "building the fullwindow session")
+    settings = settings_from(lambda k: options.get(k), "building the fullwindow session")
+    if settings is not None:  # a job another driver runs fails here, before a JVM is started
+        from fullwindow.recovery.lease import check_free
+
+        check_free(settings, "building the fullwindow session")
     return builder
 
 

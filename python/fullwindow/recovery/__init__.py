@@ -12,6 +12,13 @@ partitions are all recovered is replaced by a read of its committed outputs, so 
 it runs. Partly recovered operations reuse partitions only under the same partition layout (which
 shuffle partitions each reads: adaptive execution may coalesce differently between runs).
 
+One driver runs a job id at a time: opening the job probes the directory (a write, sync and read
+back: :class:`ConfigurationError` if it fails) and takes a lease on ``<dir>/<jobId>``
+(recovery/lease.py; :class:`RecoveryConflictError` while another driver holds it). A run that
+loses its lease or its directory cancels its Spark jobs and raises :class:`RecoveryStorageError`
+or :class:`RecoveryConflictError`. :func:`status` and :func:`verify` (and ``python -m
+fullwindow.recovery``) show what a job directory holds.
+
 >>> spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
 ...                                   "spark.fullwindow.recovery.dir": "/data/fw-recovery",
 ...                                   "spark.fullwindow.recovery.jobId": "nightly-2024-06-01"})
@@ -30,14 +37,20 @@ from typing import Any, Dict, List, Optional
 
 from pyspark.sql import DataFrame
 
+from fullwindow.errors import FullWindowError
 from fullwindow.recovery import _fs
-from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, WRITE_BUFFER_SIZE,
-                                        RecoverySettings, settings_from, settings_of_session)
+from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LEASE_TIMEOUT,
+                                        WRITE_BUFFER_SIZE, RecoverySettings, settings_from,
+                                        settings_of_session)
+from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
 from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+from fullwindow.recovery._status import status, verify
+from fullwindow.recovery.lease import Lease
 
-__all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "WRITE_BUFFER_SIZE", "EventStore",
-           "EventStoreWarning", "RecoverySettings", "cleanup", "flush", "job_events",
-           "recovery_state", "settings_from", "start"]
+__all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE_BUFFER_SIZE",
+           "EventStore", "EventStoreWarning", "RecoveryConflictError", "RecoveryStorageError",
+           "RecoverySettings", "cleanup", "flush", "job_events", "recovery_state",
+           "settings_from", "start", "status", "verify"]
 
 log = logging.getLogger("fullwindow.recovery")
 
@@ -107,16 +120,98 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
 
 
 class _Job:
-    """One job's recovery state in this process: its replayed events and its open event store."""
+    """One job's recovery state in this process: its lease, its replayed events and its open
+    event store. Opening it probes the directory (a clear error now rather than a run that
+    cannot be recovered later) and takes the job's lease (one driver per job id)."""
 
-    def __init__(self, spark: Any, settings: RecoverySettings):
+    def __init__(self, spark: Any, settings: RecoverySettings, where: str):
         self.settings = settings
         self.job_dir = settings.job_dir
+        self.spark = spark
+        self.failed: Optional[FullWindowError] = None
         self.fs = _fs.filesystem(settings.directory, spark)
-        self.fs.makedirs(operators_dir(self.job_dir))
-        self.state = recovery_state(EventStore.read_all(events_dir(self.job_dir), self.fs))
-        self.store = EventStore(events_dir(self.job_dir), settings.write_buffer_size,
-                                settings.flush_interval, self.fs)
+        probe(self.fs, settings, where)
+        self.lease = Lease(self.fs, self.job_dir, settings.lease_timeout,
+                           str(spark.sparkContext.applicationId), on_lost=self._lease_lost)
+        self.lease.acquire(where)
+        try:
+            self.fs.makedirs(operators_dir(self.job_dir))
+            self.state = recovery_state(EventStore.read_all(events_dir(self.job_dir), self.fs))
+            self.store = EventStore(events_dir(self.job_dir), settings.write_buffer_size,
+                                    settings.flush_interval, self.fs, on_error=self._store_failed)
+        except BaseException:
+            self.lease.release()
+            raise
+
+    def _lease_lost(self, why: str, taken_over: bool) -> None:
+        gone = not taken_over
+        self.fail((RecoveryStorageError if gone else RecoveryConflictError)(
+            f"recovery of job {self.settings.job_id!r}: {why}. This run cannot be recovered "
+            "from here on, so its Spark jobs were cancelled" +
+            ("; check that nothing deletes the recovery directory while a job runs."
+             if gone else ".")))
+
+    def _store_failed(self, err: BaseException) -> None:
+        self.fail(RecoveryStorageError(
+            f"recovery of job {self.settings.job_id!r}: writing its job events under "
+            f"{events_dir(self.job_dir)} failed ({err}); the directory is full, read-only or "
+            "gone. This run cannot be recovered from here on, so its Spark jobs were "
+            "cancelled."))
+
+    def fail(self, error: FullWindowError) -> None:
+        """Marks the job failed: no more events recorded, its running Spark jobs cancelled,
+        and the next full-window operation (or :func:`flush`) raises ``error``."""
+        if self.failed is not None:
+            return
+        self.failed = error
+        log.error("fullwindow: %s", error)
+        try:
+            from fullwindow._jvm import facade
+
+            facade(self.spark).failRecoveryJob(self.spark._jsparkSession, self.job_dir,
+                                               str(error))
+        except Exception:  # noqa: BLE001 - the JVM is gone
+            pass
+
+    def check(self) -> None:
+        if self.failed is not None:
+            raise self.failed
+
+
+def probe(fs: Any, settings: RecoverySettings, where: str) -> None:
+    """Writes, syncs, reads back and deletes a small file under the job's directory: a
+    directory that cannot be created, is read-only or full is a :class:`ConfigurationError`
+    now, not a failure halfway through the job."""
+    import os
+
+    from fullwindow.errors import ConfigurationError
+
+    data = os.urandom(64 * 1024)
+    path = _fs.join(settings.job_dir, f".probe-{os.getpid()}-{data[:4].hex()}")
+    try:
+        fs.makedirs(settings.job_dir)
+        out = fs.create(path)
+        try:
+            out.write(data)
+            out.sync()
+        finally:
+            out.close()
+        ok = fs.read(path) == data
+    except Exception as err:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigurationError(
+            f"{where}: the recovery directory {settings.directory} ({DIR}) cannot be written: "
+            f"{text}. Recovery needs a writable directory with free space, on storage that "
+            "outlives the driver.") from None
+    finally:
+        try:
+            fs.delete(path)
+        except Exception:  # noqa: BLE001
+            pass
+    if not ok:
+        raise ConfigurationError(
+            f"{where}: the recovery directory {settings.directory} ({DIR}) did not return "
+            "what was written to it.")
 
 
 class _Runtime:
@@ -131,14 +226,17 @@ class _Runtime:
         self.stop = threading.Event()
         self.poll = 0.2
 
-    def job(self, spark: Any, settings: RecoverySettings) -> _Job:
+    def job(self, spark: Any, settings: RecoverySettings, where: str) -> _Job:
         from fullwindow._jvm import facade
 
         with self.lock:
             job = self.jobs.get(settings.job_dir)
             fw = facade(spark)
-            if job is None:
-                job = _Job(spark, settings)
+            if job is not None:
+                job.check()
+                job.spark = spark
+            else:
+                job = _Job(spark, settings, where)
                 self.jobs[settings.job_dir] = job
                 _share_with_jvm(spark, fw, job)
             fw.registerRecoveryListener(spark._jsparkSession)
@@ -174,7 +272,7 @@ class _Runtime:
                     log.warning("fullwindow: dropping an unreadable job event: %r", text)
                     continue
                 job = self.owner.get(event.get("fingerprint")) or self.jobs.get(event.get("job"))
-                if job is not None:
+                if job is not None and job.failed is None:
                     job.store.append(event)
 
     def close_job(self, job_dir: str) -> None:
@@ -191,6 +289,7 @@ class _Runtime:
             if job is not None:
                 self.owner = {k: v for k, v in self.owner.items() if v is not job}
                 job.store.close()
+                job.lease.release()
             if not self.jobs:
                 self.stop.set()  # no open job: stop polling the JVM
 
@@ -200,6 +299,7 @@ class _Runtime:
         with self.lock:
             for job in list(self.jobs.values()):
                 job.store.close()
+                job.lease.release()
 
 
 def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
@@ -235,7 +335,7 @@ def start(spark: Any) -> bool:
     settings = settings_of_session(spark, "recovery.start")
     if settings is None:
         return False
-    _runtime.job(spark, settings)
+    _runtime.job(spark, settings, "recovery.start")
     return True
 
 
@@ -278,7 +378,7 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     from fullwindow._jvm import facade
 
     fw = facade(out)
-    job = _runtime.job(spark, settings)
+    job = _runtime.job(spark, settings, operation)
     fp = fingerprint(out, operation, func, extra)
     with _runtime.lock:
         _runtime.owner[fp] = job
@@ -373,6 +473,7 @@ def flush(spark: Any = None, wait_ms: int = 5000) -> None:
     with _runtime.lock:
         jobs = list(_runtime.jobs.values())
     for job in jobs:
+        job.check()
         job.store.flush()
 
 
@@ -393,8 +494,21 @@ def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] =
         raise ConfigurationError(f"recovery.cleanup: '{job_id}' is not a job id")
     job_dir = _fs.join(directory, job_id)
     _runtime.drain(2000)
-    _runtime.close_job(job_dir)
+    _runtime.close_job(job_dir)  # this process's own lease on it ends here
     fs = _fs.filesystem(directory, spark)
+    return delete_job(fs, job_dir, "recovery.cleanup")
+
+
+def delete_job(fs: Any, job_dir: str, where: str) -> bool:
+    """Deletes a job's directory unless a driver holds its lease (:class:`RecoveryConflictError`);
+    returns whether there was one."""
+    from fullwindow.recovery import lease
+
+    holder = lease.read(fs, job_dir)
+    if holder is not None and holder["live"]:
+        raise RecoveryConflictError(
+            f"{where}: job {job_dir} is running: {lease.describe(holder)}. Its directory is "
+            "deleted once no driver holds it.")
     existed = fs.exists(job_dir)
     fs.delete(job_dir)
     return existed

@@ -46,9 +46,57 @@ class LocalFS:
         with open(path, "rb") as f:
             return f.read()
 
+    def crc32(self, path: str) -> int:
+        import zlib
+
+        crc = 0
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                crc = zlib.crc32(chunk, crc)
+        return crc & 0xFFFFFFFF
+
     def create(self, path: str) -> "LocalStream":
         """A new file, opened exclusively (an existing file is never rewritten)."""
         return LocalStream(open(path, "xb"))
+
+    def create_with(self, path: str, data: bytes) -> bool:
+        """Creates ``path`` holding ``data`` if no file is there (False if one is), atomically:
+        written and synced under a temporary name, then hard-linked to ``path`` (a link never
+        replaces an existing name), so a reader sees the whole content or no file."""
+        tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.remove(tmp)
+        self.sync_dir(os.path.dirname(path))
+        return True
+
+    def sync_dir(self, path: str) -> None:
+        fd = os.open(path or ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def mtime_ms(self, path: str) -> Optional[int]:
+        try:
+            return os.stat(path).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return None
+
+    def touch(self, path: str, ms: int) -> bool:
+        """Sets ``path``'s modification time (False if it is gone)."""
+        try:
+            os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+            return True
+        except FileNotFoundError:
+            return False
 
     def delete(self, path: str) -> None:
         import shutil
@@ -118,9 +166,60 @@ class HadoopFS:
         finally:
             stream.close()
 
+    def crc32(self, path: str) -> int:
+        fs, p = self._fs(path)
+        jvm = self._jvm
+        crc = jvm.java.util.zip.CRC32()
+        stream = jvm.java.util.zip.CheckedInputStream(fs.open(p), crc)
+        try:
+            jvm.org.apache.hadoop.io.IOUtils.copyBytes(
+                stream, jvm.java.io.OutputStream.nullOutputStream(), 1 << 20, False)
+        finally:
+            stream.close()
+        return int(crc.getValue())
+
     def create(self, path: str) -> "HadoopStream":
         fs, p = self._fs(path)
         return HadoopStream(fs.create(p, False))
+
+    def create_with(self, path: str, data: bytes) -> bool:
+        """Creates ``path`` holding ``data`` if no file is there (False if one is): Hadoop's
+        create without overwrite, atomic on HDFS (the name node decides); the content follows
+        the name, so a reader may briefly see a shorter file (lease.py treats it as being
+        written)."""
+        fs, p = self._fs(path)
+        try:
+            out = fs.create(p, False)
+        except Exception as err:  # noqa: BLE001 - FileAlreadyExistsException, through py4j
+            if "FileAlreadyExists" in str(err) or bool(fs.exists(p)):
+                return False
+            raise
+        stream = HadoopStream(out)
+        try:
+            stream.write(data)
+            stream.sync()
+        finally:
+            stream.close()
+        return True
+
+    def sync_dir(self, path: str) -> None:
+        """Nothing to do: a Hadoop file system's name operations are durable when they return
+        (HDFS logs them in the name node's edit log first)."""
+
+    def mtime_ms(self, path: str) -> Optional[int]:
+        fs, p = self._fs(path)
+        try:
+            return int(fs.getFileStatus(p).getModificationTime())
+        except Exception:  # noqa: BLE001 - FileNotFoundException, through py4j
+            return None
+
+    def touch(self, path: str, ms: int) -> bool:
+        fs, p = self._fs(path)
+        try:
+            fs.setTimes(p, ms, -1)
+            return True
+        except Exception:  # noqa: BLE001 - FileNotFoundException, through py4j
+            return False
 
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)

@@ -11,9 +11,11 @@ DIR = "spark.fullwindow.recovery.dir"
 JOB_ID = "spark.fullwindow.recovery.jobId"
 WRITE_BUFFER_SIZE = "spark.fullwindow.eventStore.writeBufferSize"
 FLUSH_INTERVAL = "spark.fullwindow.eventStore.flushInterval"
+LEASE_TIMEOUT = "spark.fullwindow.recovery.leaseTimeout"
 
 DEFAULT_WRITE_BUFFER_SIZE = "1m"
 DEFAULT_FLUSH_INTERVAL = "1s"
+DEFAULT_LEASE_TIMEOUT = "60s"
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class RecoverySettings:
     job_id: str
     write_buffer_size: int
     flush_interval: float
+    lease_timeout: float = 60.0
 
     @property
     def job_dir(self) -> str:
@@ -68,7 +71,18 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
         write_buffer_size=_parse_size(get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER_SIZE,
                                       WRITE_BUFFER_SIZE),
         flush_interval=_parse_duration(get(FLUSH_INTERVAL) or DEFAULT_FLUSH_INTERVAL,
-                                       FLUSH_INTERVAL))
+                                       FLUSH_INTERVAL),
+        lease_timeout=_lease_timeout(get(LEASE_TIMEOUT) or DEFAULT_LEASE_TIMEOUT))
+
+
+def _lease_timeout(raw: Any) -> float:
+    from fullwindow.recovery.eventstore import _parse_duration
+
+    value = _parse_duration(raw, LEASE_TIMEOUT)
+    if not value > 0:
+        raise ConfigurationError(f"{LEASE_TIMEOUT} is '{raw}'; expected a positive duration "
+                                 "such as 60s or 2min.")
+    return value
 
 
 def settings_of_session(spark: Any, where: str) -> Optional[RecoverySettings]:

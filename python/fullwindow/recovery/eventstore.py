@@ -147,7 +147,8 @@ class EventStore:
     """
 
     def __init__(self, directory: str, write_buffer_size: int = 1 << 20,
-                 flush_interval: float = 1.0, fs: Any = None):
+                 flush_interval: float = 1.0, fs: Any = None,
+                 on_error: Optional[Any] = None):
         self.directory = directory
         self.write_buffer_size = max(1, int(write_buffer_size))
         self.flush_interval = max(0.001, float(flush_interval))
@@ -171,6 +172,7 @@ class EventStore:
         self._closed = False
         self._error: Optional[BaseException] = None
         self._writing = False
+        self._on_error = on_error
         self.flushes = 0
         self._thread = threading.Thread(target=self._run, name="fullwindow-event-store",
                                         daemon=True)
@@ -224,6 +226,8 @@ class EventStore:
                 except BaseException as err:  # noqa: BLE001 - reported by flush()/close()
                     self._error = err
                     log.warning("fullwindow: writing job events to %s failed: %s", self.segment, err)
+                    if self._on_error is not None:
+                        self._on_error(err)
             with self._cond:
                 self._writing = False
                 self._cond.notify_all()
@@ -273,8 +277,17 @@ class EventStore:
     def read_all(directory: str, fs: Any = None, warn: bool = True) -> List[Dict[str, Any]]:
         """Every intact event of every segment, oldest segment first, in append order. Damaged
         stretches are skipped with an :class:`EventStoreWarning` (and a log warning)."""
-        fs = fs or _fs.filesystem(directory)
         out: List[Dict[str, Any]] = []
+        for _, events in EventStore.read_segments(directory, fs, warn):
+            out.extend(events)
+        return out
+
+    @staticmethod
+    def read_segments(directory: str, fs: Any = None,
+                      warn: bool = True) -> List[Tuple[str, List[Dict[str, Any]]]]:
+        """Per segment (one per run), oldest first: its path and its intact events."""
+        fs = fs or _fs.filesystem(directory)
+        out: List[Tuple[str, List[Dict[str, Any]]]] = []
         for path in EventStore.segments(directory, fs):
             try:
                 data = fs.read(path)
@@ -285,8 +298,8 @@ class EventStore:
             for p in problems:
                 log.warning("fullwindow: %s", p)
                 if warn:
-                    warnings.warn(f"fullwindow event store: {p}", EventStoreWarning, stacklevel=2)
-            out.extend(events)
+                    warnings.warn(f"fullwindow event store: {p}", EventStoreWarning, stacklevel=3)
+            out.append((path, events))
         return out
 
     @staticmethod

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
-import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, RecoveryFence}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
@@ -267,6 +267,9 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   def openRecoveryJob(jobDir: String): Unit = FullWindowRecoveryJobs.open(jobDir)
 
   def closeRecoveryJob(jobDir: String): Unit = FullWindowRecoveryJobs.close(jobDir)
+
+  def failRecoveryJob(spark: SparkSession, jobDir: String, why: String): Unit =
+    RecoveryFence.fail(spark.sparkContext, jobDir, why)
 
   /** What earlier runs of job `jobDir` recorded for operator `fingerprint` (not verified yet). */
   def recoveryVertex(jobDir: String, fingerprint: String, numPartitions: Int, layout: String,

@@ -47,7 +47,8 @@ object CommittedRows {
     private val temp = new Path(target.getParent, "." + target.getName + ".tmp")
     private val fs = fileSystem(target, hadoopConf)
     private val crc = new CRC32
-    private val counted = new CountingStream(fs.create(temp, true))
+    private val raw = fs.create(temp, true)
+    private val counted = new CountingStream(raw)
     private val out = new DataOutputStream(new BufferedOutputStream(
       new CheckedOutputStream(counted, crc), BufferSize))
     private val project = UnsafeProjection.create(schema)
@@ -75,10 +76,9 @@ object CommittedRows {
       done = true
       out.writeInt(-1)
       out.flush()
+      DurableCommit.sync(raw)
       out.close()
-      if (!fs.rename(temp, target)) {
-        throw new java.io.IOException(s"fullwindow recovery: could not rename $temp to $target")
-      }
+      DurableCommit.rename(fs, temp, target)
       onCommit(Committed(target.toString, count, counted.count, crc.getValue))
     }
 

@@ -7,7 +7,7 @@ import java.util.zip.CRC32
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, Path, RawLocalFileSystem}
+import org.apache.hadoop.fs.Path
 
 import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.broadcast.Broadcast
@@ -91,9 +91,9 @@ object CommittedShuffleInput {
     val (bytes, crc) = checksum(local)
     val fs = CommittedRows.fileSystem(target, hadoopConf)
     val temp = new Path(target.getParent, "." + target.getName + ".tmp")
-    localFile(fs, target) match {
-      case Some(dest) =>
-        val tmp = localFile(fs, temp).get.toPath
+    DurableCommit.localFile(fs, temp) match {
+      case Some(tmpFile) =>
+        val tmp = tmpFile.toPath
         Files.createDirectories(tmp.getParent)
         Files.deleteIfExists(tmp)
         if (!local.exists()) Files.createFile(tmp)
@@ -104,20 +104,13 @@ object CommittedShuffleInput {
               Files.copy(local.toPath, tmp, StandardCopyOption.REPLACE_EXISTING)
           }
         }
-        Files.move(tmp, dest.toPath, StandardCopyOption.ATOMIC_MOVE)
+        DurableCommit.rename(fs, temp, target)
       case None =>
-        if (local.exists()) fs.copyFromLocalFile(false, true, new Path(local.toURI), temp)
+        if (local.exists()) DurableCommit.copyFromLocal(fs, local, temp)
         else fs.create(temp, true).close()
-        if (!fs.rename(temp, target)) {
-          throw new IOException(s"fullwindow recovery: could not rename $temp to $target")
-        }
+        DurableCommit.rename(fs, temp, target)
     }
     Placed(fs.makeQualified(target).toString, bytes, crc)
-  }
-
-  private def localFile(fs: FileSystem, p: Path): Option[File] = fs match {
-    case r: RawLocalFileSystem => Some(r.pathToFile(p))
-    case _ => None
   }
 
   private def checksum(f: File): (Long, Long) = {

@@ -19,7 +19,10 @@ object FullWindowRecoveryJobs {
 
   def open(jobDir: String): Unit = jobs.putIfAbsent(jobDir, new ConcurrentHashMap[String, Vertex]())
 
-  def close(jobDir: String): Unit = jobs.remove(jobDir)
+  def close(jobDir: String): Unit = {
+    jobs.remove(jobDir)
+    RecoveryFence.clear(jobDir)
+  }
 
   def isOpen(jobDir: String): Boolean = jobs.containsKey(jobDir)
 

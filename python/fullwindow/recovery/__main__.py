@@ -1,0 +1,4 @@
+"""``python -m fullwindow.recovery status|verify|cleanup --dir D --job-id J``."""
+from fullwindow.recovery._status import main
+
+raise SystemExit(main())

@@ -1,0 +1,191 @@
+"""What a job's recovery directory holds, as plain data: :func:`status` (operations, committed
+partitions, bytes, the runs that committed them, intact or damaged, the lease holder) and
+:func:`verify` (every committed file's size and CRC32). ``python -m fullwindow.recovery`` prints
+the same."""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from typing import Any, Dict, List, Optional
+
+from fullwindow.recovery import _fs, lease
+
+_FILES = (("path", "bytes", "checksum"), ("indexPath", "indexBytes", "indexChecksum"))
+
+
+def _run_of(segment: str) -> str:
+    """A run's name from its segment's (``segment-<ms>-<pid>-<random>.log``): start time and
+    driver pid."""
+    name = segment.rsplit("/", 1)[-1][len("segment-"):-len(".log")]
+    try:
+        ms, pid, _ = name.split("-", 2)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ms) / 1000))
+        return f"{when} pid {pid}"
+    except ValueError:
+        return name
+
+
+def _check(fs: Any, e: Dict[str, Any], crc: bool) -> Optional[str]:
+    """None when every file an event names is there with its recorded size (and CRC32 when
+    ``crc``), else what is wrong."""
+    for path_key, size_key, crc_key in _FILES:
+        if path_key not in e:
+            continue
+        path = str(e[path_key])
+        local = path[len("file:"):] if path.startswith("file:") else path
+        size = fs.size(local)
+        if size is None:
+            return f"{path}: missing"
+        if size != e.get(size_key):
+            return f"{path}: {size} bytes, {e.get(size_key)} recorded"
+        if crc and fs.crc32(local) != e.get(crc_key):
+            return f"{path}: CRC32 differs from the recorded one"
+    return None
+
+
+def _fs_for(directory: str, spark: Any) -> Any:
+    if _fs.is_local(directory):
+        return _fs.LocalFS()
+    return _fs.filesystem(directory, spark)
+
+
+def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) -> Dict[str, Any]:
+    """The state of job ``job_id`` under recovery directory ``directory``, as plain data::
+
+        {"job": "nightly", "directory": "/data/fw/nightly", "exists": True,
+         "lease": {"host": ..., "pid": ..., "appId": ..., "state": "live", ...} or None,
+         "operations": [{"fingerprint": "ab12...", "operation": "mapPartition",
+                         "partitions": 8, "committed": 5, "bytes": 123456,
+                         "runs": {"2026-11-23T01:02:03Z pid 4242": 5},
+                         "intact": True, "damaged": {}}, ...],
+         "problems": []}
+
+    Committed shuffle inputs of an operation appear as operations too (``operation`` is
+    ``shuffle input``, fingerprint ``<operation's>/input<k>``). ``intact`` checks that each
+    committed file is there with its recorded size; with ``crc=True`` (what :func:`verify` does)
+    its CRC32 too. A Hadoop file system URI needs ``spark`` (or an active session).
+
+    >>> fullwindow.recovery.status("/data/fw", "nightly")["operations"][0]["committed"]
+    5
+    """
+    from fullwindow.recovery import events_dir, recovery_state
+    from fullwindow.recovery.eventstore import EventStore
+
+    fs = _fs_for(directory, spark)
+    job_dir = _fs.join(directory, job_id)
+    out: Dict[str, Any] = {"job": job_id, "directory": job_dir, "exists": fs.exists(job_dir),
+                           "lease": lease.read(fs, job_dir) if fs.exists(job_dir) else None,
+                           "operations": [], "problems": []}
+    if not out["exists"]:
+        return out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        segments = EventStore.read_segments(events_dir(job_dir), fs)
+    out["problems"] = [str(w.message) for w in caught]
+    events = []
+    for seg, evs in segments:
+        run = _run_of(seg)
+        events.extend(dict(e, _run=run) for e in evs)
+    for fp, v in recovery_state(events).items():
+        runs: Dict[str, int] = {}
+        damaged: Dict[int, str] = {}
+        total = 0
+        for p, e in sorted(v.finished.items()):
+            runs[e["_run"]] = runs.get(e["_run"], 0) + 1
+            total += int(e.get("bytes") or 0) + int(e.get("indexBytes") or 0)
+            problem = _check(fs, e, crc)
+            if problem is not None:
+                damaged[p] = problem
+        out["operations"].append({
+            "fingerprint": fp, "operation": v.operator, "partitions": v.num_partitions,
+            "committed": len(v.finished), "bytes": total, "runs": runs,
+            "intact": not damaged, "damaged": damaged})
+    return out
+
+
+def verify(directory: str, job_id: str, spark: Any = None) -> Dict[str, Any]:
+    """:func:`status` with every committed file's size and CRC32 checked."""
+    return status(directory, job_id, spark, crc=True)
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def render(st: Dict[str, Any]) -> str:
+    """The text ``python -m fullwindow.recovery status`` prints."""
+    lines = [f"job {st['job']} at {st['directory']}"]
+    if not st["exists"]:
+        return lines[0] + ": no such job directory"
+    h = st["lease"]
+    if h is None:
+        lines.append("lease: none")
+    else:
+        left = max(0, (h["expires"] - time.time() * 1000) / 1000)
+        lines.append(f"lease: {h['state']} (epoch {h['epoch']}): host {h['host']}, pid "
+                     f"{h['pid']}, application {h['appId']}" +
+                     (f", expires in {left:.0f} s" if h["live"] else ""))
+    lines.append(f"{'operation':<16} {'fingerprint':<34} {'committed':>10} {'bytes':>10}  "
+                 "state   runs")
+    for op in st["operations"]:
+        n = op["partitions"]
+        runs = ", ".join(f"{r}: {k}" for r, k in op["runs"].items()) or "-"
+        lines.append(f"{str(op['operation'])[:16]:<16} {op['fingerprint']:<34} "
+                     f"{op['committed']:>4} / {n if n is not None else '?':<3} "
+                     f"{_human(op['bytes']):>10}  {'intact ' if op['intact'] else 'DAMAGED'} "
+                     f"{runs}")
+        for p, why in sorted(op["damaged"].items()):
+            lines.append(f"    partition {p}: {why}")
+    for p in st["problems"]:
+        lines.append(f"event store: {p}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fullwindow.recovery",
+        description="Show, check or delete a fullwindow job's recovery directory.")
+    parser.add_argument("command", choices=["status", "verify", "cleanup"])
+    parser.add_argument("--dir", required=True, help="the recovery directory "
+                        "(spark.fullwindow.recovery.dir)")
+    parser.add_argument("--job-id", required=True, help="the job id "
+                        "(spark.fullwindow.recovery.jobId)")
+    parser.add_argument("--json", action="store_true", help="print plain data as JSON")
+    args = parser.parse_args(argv)
+    spark = None
+    if not _fs.is_local(args.dir):
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.master("local[1]").appName("fullwindow-recovery") \
+            .config("spark.ui.enabled", "false").getOrCreate()
+    if args.command == "cleanup":
+        from fullwindow.recovery import delete_job
+        from fullwindow.recovery.errors import RecoveryConflictError
+
+        try:
+            existed = delete_job(_fs_for(args.dir, spark), _fs.join(args.dir, args.job_id),
+                                 "cleanup")
+        except RecoveryConflictError as err:
+            print(f"refused: {err}", file=sys.stderr)
+            return 2
+        print(f"deleted {_fs.join(args.dir, args.job_id)}" if existed
+              else f"nothing to delete at {_fs.join(args.dir, args.job_id)}")
+        return 0
+    st = (verify if args.command == "verify" else status)(args.dir, args.job_id, spark)
+    print(json.dumps(st, indent=2, sort_keys=True) if args.json else render(st))
+    if args.command == "verify" and not all(op["intact"] for op in st["operations"]):
+        return 1
+    return 0 if st["exists"] or args.command == "status" else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

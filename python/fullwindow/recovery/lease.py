@@ -1,0 +1,240 @@
+"""One driver per job id: the lease on ``<dir>/<jobId>``.
+
+Layout: ``<dir>/<jobId>/lease/epoch-<n>``, one small JSON file per holder in turn (host, pid,
+the process's start time, application id, start time, timeout). The lease is the file with the
+highest epoch; its modification time is when its holder last renewed it. It is live while
+``renewed + timeout`` lies ahead, unless its holder ran on this host and that process is gone
+(a pid that no longer exists, or exists with another start time): then it is dead at once.
+
+Taking the lease is creating epoch ``n + 1`` with create-if-absent (a hard link of a synced
+temporary file on a local directory; Hadoop's ``create(path, overwrite=false)`` elsewhere, atomic
+on HDFS), after checking that epoch ``n`` is free (none, released, expired or its process dead):
+of two drivers racing for it one creates the file and the other finds it there. A holder renews
+by setting its file's modification time every ``timeout / 4`` (2 s at most); before each renewal
+it checks that its epoch is still the highest, and a holder that finds a higher one (it was stopped longer than
+its timeout, and another driver took over) has lost the lease: its job stops committing and
+recording events. Releasing sets the modification time to 0 (expired).
+
+What it assumes: the hosts' clocks agree to well under the timeout (renewal times are compared
+with the reader's clock), and the file system gives create-if-absent and a consistent listing
+(local and HDFS do; an object store such as S3 has no atomic create-if-absent in Hadoop's API
+and would let two drivers both believe they hold the lease: put the recovery directory on HDFS
+or a shared POSIX file system).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from fullwindow.recovery import _fs
+from fullwindow.recovery.errors import RecoveryConflictError
+
+log = logging.getLogger("fullwindow.recovery")
+
+PREFIX = "epoch-"
+
+
+def lease_dir(job_dir: str) -> str:
+    return _fs.join(job_dir, "lease")
+
+
+def _process_start(pid: int) -> Optional[str]:
+    """The start time of process ``pid`` in clock ticks since boot (Linux), None if it does not
+    exist or it cannot be told."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def _gone(pid: int, recorded_start: Any) -> bool:
+    """Whether process ``pid`` of this host, started at ``recorded_start``, has ended (the pid
+    is free, or taken by a process started at another time)."""
+    start = _process_start(pid)
+    return start is None or (start != "" and recorded_start not in (None, start))
+
+
+def _epochs(fs: Any, directory: str) -> List[int]:
+    out = []
+    for name in fs.listdir(directory):
+        if name.startswith(PREFIX) and name[len(PREFIX):].isdigit():
+            out.append(int(name[len(PREFIX):]))
+    return sorted(out)
+
+
+def _epoch_path(directory: str, n: int) -> str:
+    return _fs.join(directory, f"{PREFIX}{n:09d}")
+
+
+def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    """The current lease of a job as plain data (None when no run ever held one): ``epoch``,
+    the holder's ``host``, ``pid``, ``appId``, ``started`` (ms since the epoch), ``timeoutMs``,
+    ``renewed`` (ms, 0 once released), ``expires`` (ms), ``state`` (``live``, ``expired``,
+    ``released`` or ``dead``: its process is gone from this host) and ``live``."""
+    directory = lease_dir(job_dir)
+    epochs = _epochs(fs, directory)
+    if not epochs:
+        return None
+    n = epochs[-1]
+    path = _epoch_path(directory, n)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    renewed = fs.mtime_ms(path)
+    try:
+        info = json.loads(fs.read(path).decode("utf-8"))
+        if not isinstance(info, dict):
+            raise ValueError
+    except Exception:  # noqa: BLE001 - being written (Hadoop create) or damaged
+        info = {}
+    if renewed is None:  # deleted since the listing (a cleanup)
+        return None
+    timeout = int(info.get("timeoutMs") or 60_000)
+    out = {"epoch": n, "host": info.get("host"), "pid": info.get("pid"),
+           "appId": info.get("appId"), "started": info.get("started"), "timeoutMs": timeout,
+           "renewed": renewed, "expires": renewed + timeout}
+    if renewed == 0:
+        state = "released"
+    elif now >= renewed + timeout:
+        state = "expired"
+    elif info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int) and \
+            _gone(info["pid"], info.get("pidStart")):
+        state = "dead"
+    else:
+        state = "live"
+    out["state"] = state
+    out["live"] = state == "live"
+    return out
+
+
+def describe(holder: Dict[str, Any]) -> str:
+    started = holder.get("started")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started / 1000)) + " UTC" \
+        if isinstance(started, int) else "an unknown time"
+    left = max(0.0, (holder["expires"] - time.time() * 1000) / 1000)
+    state = holder.get("state")
+    return (f"host {holder.get('host') or '?'}, pid {holder.get('pid') or '?'}, application "
+            f"{holder.get('appId') or '?'}, started {when}; " +
+            (f"its lease expires in {left:.0f} s unless renewed" if state == "live"
+             else f"its lease is {state} now"))
+
+
+def check_free(settings: Any, where: str) -> None:
+    """Raises :class:`RecoveryConflictError` when a live lease holds the job of ``settings``
+    (a local recovery directory only: a Hadoop URI needs the JVM, where :class:`Lease` checks).
+    Lets a second driver fail before it starts a JVM; the lease itself is taken later."""
+    if not _fs.is_local(settings.directory):
+        return
+    current = read(_fs.LocalFS(), settings.job_dir)
+    if current is not None and current["live"]:
+        raise _conflict(where, settings.job_dir, current)
+
+
+def _conflict(where: str, job_dir: str, current: Dict[str, Any]) -> RecoveryConflictError:
+    return RecoveryConflictError(
+        f"{where}: another driver holds job {os.path.basename(job_dir)!r} "
+        f"(lease {lease_dir(job_dir)}): {describe(current)}. Two runs of one job id would "
+        "write into the same recovery directory; wait for that run to end, or stop it, or give "
+        "this run another spark.fullwindow.recovery.jobId.")
+
+
+class Lease:
+    """This driver's lease on one job directory; :meth:`acquire` takes it or raises
+    :class:`RecoveryConflictError`, a daemon thread renews it until :meth:`release`. When a
+    renewal finds the lease lost it calls ``on_lost(why, taken_over)`` (``taken_over``: another
+    driver holds it; else the lease file is gone with the job directory)."""
+
+    def __init__(self, fs: Any, job_dir: str, timeout: float, app_id: str,
+                 on_lost: Optional[Callable[[str, bool], None]] = None):
+        self.fs = fs
+        self.job_dir = job_dir
+        self.directory = lease_dir(job_dir)
+        self.timeout_ms = max(1, int(timeout * 1000))
+        self.app_id = app_id
+        self.on_lost = on_lost
+        self.epoch: Optional[int] = None
+        self.lost: Optional[str] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def path(self) -> str:
+        assert self.epoch is not None
+        return _epoch_path(self.directory, self.epoch)
+
+    def acquire(self, where: str) -> None:
+        self.fs.makedirs(self.directory)
+        while True:
+            epochs = _epochs(self.fs, self.directory)
+            current = read(self.fs, self.job_dir) if epochs else None
+            if current is not None and current["live"]:
+                raise _conflict(where, self.job_dir, current)
+            n = (epochs[-1] if epochs else 0) + 1
+            now = int(time.time() * 1000)
+            me = {"host": socket.gethostname(), "pid": os.getpid(),
+                  "pidStart": _process_start(os.getpid()), "appId": self.app_id,
+                  "started": now, "timeoutMs": self.timeout_ms}
+            if self.fs.create_with(_epoch_path(self.directory, n),
+                                   json.dumps(me, sort_keys=True).encode("utf-8")):
+                break
+            # another driver took epoch n first: look again (it is live now, or died again)
+        self.epoch = n
+        if current is not None:
+            log.warning("fullwindow: job %s: taking over from %s (its lease was %s)",
+                        self.job_dir, current.get("host"), current["state"])
+        for old in epochs:  # earlier holders' files: nobody reads them any more
+            try:
+                self.fs.delete(_epoch_path(self.directory, old))
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self._thread = threading.Thread(target=self._renew_loop, name="fullwindow-lease",
+                                        daemon=True)
+        self._thread.start()
+
+    def renew(self) -> bool:
+        """Renews the lease now; False (and :attr:`lost` set) once another driver holds it."""
+        if self.lost is not None:
+            return False
+        try:
+            epochs = _epochs(self.fs, self.directory)
+        except Exception as err:  # noqa: BLE001 - storage trouble: reported by the job's probe
+            log.warning("fullwindow: renewing the lease of %s failed: %s", self.job_dir, err)
+            return True
+        if not epochs or epochs[-1] != self.epoch or \
+                not self.fs.touch(self.path, int(time.time() * 1000)):
+            holder = read(self.fs, self.job_dir) if epochs else None
+            self.lost = (f"the lease on job {os.path.basename(self.job_dir)!r} was lost: "
+                         + (f"another driver took it over ({describe(holder)})" if holder
+                            else "its lease file is gone (the job directory was deleted)"))
+            log.error("fullwindow: %s; this run stops committing", self.lost)
+            if self.on_lost is not None:
+                self.on_lost(self.lost, holder is not None)
+            return False
+        return True
+
+    def _renew_loop(self) -> None:
+        interval = max(0.05, min(2.0, self.timeout_ms / 4000))
+        while not self._stop.wait(interval):
+            if not self.renew():
+                return
+
+    def release(self) -> None:
+        """Ends the lease (a later run takes the job at once)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5)
+        if self.epoch is not None and self.lost is None:
+            try:
+                epochs = _epochs(self.fs, self.directory)
+                if epochs and epochs[-1] == self.epoch:
+                    self.fs.touch(self.path, 0)
+            except Exception:  # noqa: BLE001 - the directory may be gone (cleanup)
+                pass
+        self.epoch = None

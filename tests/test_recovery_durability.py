@@ -1,0 +1,87 @@
+"""A committed file and its directory entry are durable before the event naming it: a real driver
+(local mode, so tasks run in its JVM) is traced with strace for fsync and rename calls, and for
+every committed file its events name (operator outputs and committed map outputs) the trace must
+show, in this order: an fsync of the temporary file, the rename to the final name, an fsync of the
+directory holding it, and only then the fsync of the event segment that records it."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None,
+                                reason="needs strace (apt-get install strace)")
+
+CODE = """
+import json, os, warnings
+import fullwindow
+from fullwindow.recovery import job_events
+spark = fullwindow.session(master="local[1]", conf={
+    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "true", "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": DIR,
+    "spark.fullwindow.recovery.jobId": "durable"})
+src = spark.range(0, 1000, numPartitions=2)
+out = src.repartition(2, "id").fullWindowPartition().sortPartition("id")
+assert out.count() == 1000
+fullwindow.recovery.flush(spark)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    events = job_events(DIR, "durable")
+paths = [e[k] for e in events if e["type"] == "taskFinished" for k in ("path", "indexPath")
+         if k in e]
+print("PATHS " + json.dumps(paths), flush=True)
+"""
+
+# strace -y prints an fd with its path: fsync(37</tmp/x/.part-1.tmp>) = 0
+CALL = re.compile(r'^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+)')
+
+
+def _local(path: str) -> str:
+    return path[len("file:"):] if path.startswith("file:") else path
+
+
+def test_committed_files_are_synced_before_their_events(tmp_path):
+    rec = str(tmp_path / "recovery")
+    trace = str(tmp_path / "trace.txt")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), env.get("PYTHONPATH", "")])
+    code = textwrap.dedent(CODE).replace("DIR", repr(rec))
+    r = subprocess.run(["strace", "-f", "--seccomp-bpf", "-y", "-o", trace, "-e",
+                        "trace=fsync,fdatasync,rename,renameat,renameat2",
+                        sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "PATHS" in r.stdout, r.stderr[-3000:]
+    import json
+
+    paths = [_local(p) for p in json.loads(r.stdout.split("PATHS ", 1)[1].splitlines()[0])]
+    # outputs of both partitions (.data and .index of each map output, and each part file)
+    assert len(paths) == 6, paths
+    calls = []
+    for line in open(trace):
+        m = CALL.match(line)
+        if m and m.group(4) == "0":
+            calls.append((m.group(2), m.group(3)))
+
+    def first(pred, after=-1):
+        return next((i for i, c in enumerate(calls) if i > after and pred(c)), None)
+
+    for path in paths:
+        d, name = os.path.split(path)
+        tmp = os.path.join(d, f".{name}.tmp")
+        synced = first(lambda c: c[0] in ("fsync", "fdatasync") and f"<{tmp}>" in c[1])
+        assert synced is not None, f"the temporary file of {path} was never synced"
+        renamed = first(lambda c: c[0].startswith("rename") and f'"{tmp}"' in c[1]
+                        and f'"{path}"' in c[1], synced)
+        assert renamed is not None, f"{path}: no rename after the temporary file's fsync"
+        dir_synced = first(lambda c: c[0] == "fsync" and c[1].endswith(f"<{d}>"), renamed)
+        assert dir_synced is not None, f"{path}: its directory was not synced after the rename"
+        recorded = first(lambda c: c[0] == "fsync" and "/events/segment-" in c[1], dir_synced)
+        assert recorded is not None, f"{path}: no event-segment fsync after it was made durable"

@@ -1,0 +1,230 @@
+"""One driver per job id (the lease on ``<dir>/<jobId>``): the lease itself on a local
+directory (acquire, conflict, release, expiry, a dead holder, a race), then real driver processes
+of tests/recovery_job.py: a second driver while the first runs fails with RecoveryConflictError
+naming the first; a SIGKILLed driver is taken over at once on its own host; a hung (SIGSTOPped)
+driver blocks a restart until its lease expires and no longer, and once it wakes up it finds its
+lease lost and stops instead of finishing."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fullwindow.errors import FullWindowError
+from fullwindow.recovery import _fs, lease
+from fullwindow.recovery.errors import RecoveryConflictError
+from helpers import RecoveryJob
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _lease(tmp_path, timeout=5.0, app="app-1", job="job"):
+    return lease.Lease(_fs.LocalFS(), os.path.join(str(tmp_path), job), timeout, app)
+
+
+def _fake_holder(tmp_path, epoch, renewed_ms, host="elsewhere.example", pid=1, timeout_ms=5000,
+                 job="job"):
+    d = lease.lease_dir(os.path.join(str(tmp_path), job))
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"epoch-{epoch:09d}")
+    with open(path, "w") as f:
+        json.dump({"host": host, "pid": pid, "appId": "app-old", "started": renewed_ms,
+                   "timeoutMs": timeout_ms}, f)
+    os.utime(path, ns=(renewed_ms * 1_000_000,) * 2)
+    return path
+
+
+def test_second_lease_conflicts_and_names_the_holder_then_release_frees_it(tmp_path):
+    first = _lease(tmp_path, app="app-first")
+    first.acquire("test")
+    try:
+        holder = lease.read(_fs.LocalFS(), first.job_dir)
+        assert holder["live"] and holder["state"] == "live" and holder["pid"] == os.getpid()
+        assert holder["host"] == socket.gethostname() and holder["appId"] == "app-first"
+        with pytest.raises(RecoveryConflictError) as err:
+            _lease(tmp_path, app="app-second").acquire("recovery.start")
+        assert isinstance(err.value, FullWindowError)
+        msg = str(err.value)
+        assert msg.startswith("recovery.start: another driver holds job 'job'")
+        assert f"pid {os.getpid()}" in msg and "app-first" in msg and socket.gethostname() in msg
+        # renewal moves the modification time forward
+        before = lease.read(_fs.LocalFS(), first.job_dir)["renewed"]
+        time.sleep(0.05)
+        assert first.renew()
+        assert lease.read(_fs.LocalFS(), first.job_dir)["renewed"] > before
+    finally:
+        first.release()
+    assert lease.read(_fs.LocalFS(), first.job_dir)["state"] == "released"
+    second = _lease(tmp_path, app="app-second")
+    second.acquire("test")
+    try:
+        now = lease.read(_fs.LocalFS(), second.job_dir)
+        assert now["epoch"] == 2 and now["appId"] == "app-second" and now["live"]
+        # the first holder's file is gone; the first holder cannot renew any more
+        assert os.listdir(lease.lease_dir(second.job_dir)) == ["epoch-000000002"]
+        assert first.renew() is False
+    finally:
+        second.release()
+
+
+def test_a_remote_holder_blocks_until_its_lease_expires(tmp_path):
+    now = int(time.time() * 1000)
+    _fake_holder(tmp_path, 3, renewed_ms=now - 1000, timeout_ms=3000)
+    with pytest.raises(RecoveryConflictError, match="host elsewhere.example, pid 1, application "
+                       "app-old.*expires in 2 s"):
+        _lease(tmp_path).acquire("x")
+    _fake_holder(tmp_path, 3, renewed_ms=now - 3001, timeout_ms=3000)
+    assert lease.read(_fs.LocalFS(), os.path.join(str(tmp_path), "job"))["state"] == "expired"
+    taker = _lease(tmp_path)
+    taker.acquire("x")
+    assert taker.epoch == 4
+    taker.release()
+
+
+def test_a_holder_whose_process_is_gone_from_this_host_is_dead_at_once(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    now = int(time.time() * 1000)
+    _fake_holder(tmp_path, 1, renewed_ms=now, host=socket.gethostname(), pid=p.pid,
+                 timeout_ms=600_000)
+    assert lease.read(_fs.LocalFS(), os.path.join(str(tmp_path), "job"))["state"] == "dead"
+    taker = _lease(tmp_path)
+    taker.acquire("x")
+    taker.release()
+    # a live process of this host with the recorded start time is live, whatever its age
+    _fake_holder(tmp_path, 5, renewed_ms=now, host=socket.gethostname(), pid=os.getpid(),
+                 timeout_ms=600_000)
+    path = os.path.join(lease.lease_dir(os.path.join(str(tmp_path), "job")), "epoch-000000005")
+    info = json.load(open(path))
+    info["pidStart"] = lease._process_start(os.getpid())
+    open(path, "w").write(json.dumps(info))
+    assert lease.read(_fs.LocalFS(), os.path.join(str(tmp_path), "job"))["live"]
+
+
+def test_racing_drivers_one_wins(tmp_path):
+    now = int(time.time() * 1000)
+    _fake_holder(tmp_path, 7, renewed_ms=now - 10_000, timeout_ms=1000)  # expired
+    results: list = []
+    leases = [_lease(tmp_path, app=f"app-{i}") for i in range(8)]
+    barrier = threading.Barrier(len(leases))
+
+    def go(one):
+        barrier.wait()
+        try:
+            one.acquire("race")
+            results.append(("won", one))
+        except RecoveryConflictError:
+            results.append(("lost", one))
+
+    threads = [threading.Thread(target=go, args=(one,)) for one in leases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [one for kind, one in results if kind == "won"]
+    assert len(results) == 8 and len(winners) == 1
+    assert winners[0].epoch == 8
+    assert lease.read(_fs.LocalFS(), winners[0].job_dir)["appId"] == winners[0].app_id
+    winners[0].release()
+
+
+# -- real driver processes -----------------------------------------------------------------------
+
+
+class Job(RecoveryJob):
+    script = os.path.join(ROOT, "tests", "recovery_job.py")
+
+    def options(self, lease_timeout=None):
+        return {"LEASE_TIMEOUT": lease_timeout}
+
+    def holder(self):
+        return lease.read(_fs.LocalFS(), os.path.join(self.dir, self.name))
+
+    def log(self, run):
+        return open(self._log(run)).read()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
+    job.run("r1")
+    return job.output()
+
+
+def _kill(p):
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(30)
+        time.sleep(0.5)  # let the OS reap the JVM and workers
+
+
+def _committed_any(job):
+    return any(e["type"] == "taskFinished" for e in job.events())
+
+
+def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(tmp_path,
+                                                                              reference):
+    job = Job(tmp_path, "twice")
+    first = job.start("r1", slow=20.0)  # killed long before it ends
+    try:
+        deadline = time.time() + 120
+        while not (_committed_any(job) if os.path.isdir(job.dir) else False):
+            assert first.poll() is None and time.time() < deadline, job.log("r1")[-3000:]
+            time.sleep(0.2)
+        held = job.holder()
+        assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1
+        second = job.start("r2")
+        assert second.wait(120) != 0
+        log = job.log("r2")
+        assert "RecoveryConflictError" in log and "another driver holds job 'twice'" in log
+        assert f"pid {first.pid}," in log and str(held["appId"]) in log
+        assert "JOB DONE" not in log
+        assert first.poll() is None  # the first run goes on undisturbed
+    finally:
+        _kill(first)
+    # SIGKILLed on this host: its process is gone, so a restart takes the job over at once
+    # (its lease would otherwise hold for the 60 s default)
+    job.run("r3")
+    assert "taking over from" in job.log("r3") and "(its lease was dead)" in job.log("r3")
+    assert job.output() == reference
+    assert job.holder()["epoch"] == 2 and job.holder()["state"] == "released"
+
+
+def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, reference):
+    job = Job(tmp_path, "hung")
+    timeout = 20.0  # a second driver must get to its check within it on a loaded machine
+    first = job.start("r1", slow=1.5, lease_timeout=f"{timeout:g}s")
+    try:
+        deadline = time.time() + 120
+        while not (_committed_any(job) if os.path.isdir(job.dir) else False):
+            assert first.poll() is None and time.time() < deadline, job.log("r1")[-3000:]
+            time.sleep(0.2)
+        os.killpg(first.pid, signal.SIGSTOP)  # hung: alive, but renews nothing
+        stopped = time.time()
+        second = job.start("r2", lease_timeout=f"{timeout:g}s")
+        assert second.wait(120) != 0
+        assert "RecoveryConflictError" in job.log("r2")
+        assert time.time() - stopped < timeout, "the check came too late to mean anything"
+        # once the hung driver's lease has expired, a restart takes over and finishes
+        time.sleep(max(0.0, stopped + timeout + 0.5 - time.time()))
+        assert job.holder()["state"] == "expired"
+        job.run("r3", lease_timeout=f"{timeout:g}s")
+        assert job.output() == reference
+        waited = time.time() - stopped
+        # the hung driver wakes up: its lease is gone, it cancels its work and fails
+        os.killpg(first.pid, signal.SIGCONT)
+        rc = first.wait(120)
+        log = job.log("r1")
+        assert rc != 0 and "JOB DONE" not in log, log[-3000:]
+        assert "lease on job 'hung' was lost" in log
+        assert job.output() == reference
+    finally:
+        _kill(first)
+    assert waited < timeout + 60
