@@ -47,7 +47,7 @@ def rows(out) -> list[tuple]:
 # ---- non-keyed --------------------------------------------------------------------------------
 
 def test_non_keyed_once_per_partition_including_empty(spark):
-    src = spark.range(0, 6, 1, 2).union(spark.range(0, 0, 1, 2))  # 4 partitions, 2 empty
+    src = spark.range(0, 12, 1, 4).where("id < 6")  # 4 partitions of 3, the last two empty
 
     def count(frames):
         frames = list(frames)
@@ -94,16 +94,21 @@ def test_frames_have_the_dtypes_and_values_pyspark_gives(spark):
         "i long, n int, d double, s string, dec decimal(10,2), ts timestamp, dt date, "
         "arr array<int>, st struct<x:int>, b boolean")
 
-    def describe(frames):
-        for pdf in frames:
-            yield pd.DataFrame({"col": list(pdf.columns),
-                                "dtype": [str(t) for t in pdf.dtypes],
-                                "values": [json.dumps(pdf[c].tolist(), default=repr) for c in pdf.columns]})
+    def describe(pdf):
+        return pd.DataFrame({"col": list(pdf.columns),
+                             "dtype": [str(t) for t in pdf.dtypes],
+                             "values": [json.dumps(pdf[c].tolist(), default=repr) for c in pdf.columns]})
 
     schema = "col string, dtype string, values string"
-    ours = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(describe, schema)
-    native = src.coalesce(1).mapInPandas(describe, schema)
-    assert rows(ours) == rows(native)
+    # as groupBy().applyInPandas converts them (e.g. a nullable int column is float64 with NaN)
+    with_g = src.withColumn("g", F.lit(1))
+    native = rows(with_g.groupBy("g").applyInPandas(lambda p: describe(p.drop(columns="g")), schema))
+    assert ("n", "float64", "[NaN, 7.0]") in native
+    ours = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
+        lambda frames: map(describe, frames), schema)
+    keyed = with_g.keyBy("g").fullWindowPartition().mapPartitionInPandas(
+        lambda key, frames: (describe(f.drop(columns="g")) for f in frames), schema)
+    assert rows(ours) == native and rows(keyed) == native
 
 
 def test_types_round_trip_through_the_output(spark):
@@ -122,9 +127,9 @@ def test_result_columns_by_position_and_casts(df):
         for pdf in frames:
             yield pd.DataFrame([[int(x), float(x)] for x in pdf.v])  # integer labels: by position
 
-    out = df.fullWindowPartition().mapPartitionInPandas(f, "a int, b string")
+    out = df.fullWindowPartition().mapPartitionInPandas(f, "a int, b float")
     got = rows(out)
-    assert got[:2] == [(0, "0.0"), (1, "1.0")] and len(got) == 40
+    assert got[:2] == [(0, 0.0), (1, 1.0)] and len(got) == 40
 
 
 # ---- keyed ------------------------------------------------------------------------------------

@@ -401,12 +401,18 @@ class PandasOptions:
 
     @classmethod
     def of(cls, spark) -> "PandasOptions":
+        def value(key: str, default: str | None) -> str | None:
+            try:  # without a default, Spark answers with the entry's own default when unset
+                return spark.conf.get(key)
+            except Exception:  # noqa: BLE001 - a key this Spark line does not know
+                return default
+
         def flag(key: str, default: str) -> bool:
-            return (spark.conf.get(key, default) or default).strip().lower() == "true"
+            return (value(key, default) or default).strip().lower() == "true"
 
         return cls(
-            timezone=spark.conf.get("spark.sql.session.timeZone", None),
-            safecheck=flag("spark.sql.execution.pandas.convertToArrowArraySafely", "false"),
+            timezone=value("spark.sql.session.timeZone", None),
+            safecheck=flag("spark.sql.execution.pandas.convertToArrowArraySafely", "true"),
             assign_by_name=flag("spark.sql.legacy.execution.pandas.groupedMap.assignColumnsByName",
                                 "true"),
             int_to_decimal=flag("spark.sql.execution.pythonUDF.pandas.intToDecimalCoercionEnabled",

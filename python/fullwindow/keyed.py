@@ -627,7 +627,8 @@ class CoGroupedWindowedDataFrames:
 
         options = PandasOptions.of(self._left.dataframe.sparkSession)
         return self._co_group("applyInPandas", func, schema,
-                              "a function (key, left_frames, right_frames) -> DataFrames",
+                              "a function (key, left_frames, right_frames) taking and yielding "
+                              "pandas.DataFrame",
                               lambda merged, nkeys, lschema, rschema: lambda enc:
                               _keyed_worker.co_group_in_pandas(func, merged, nkeys, lschema,
                                                                rschema, enc, _PREFETCH_DEPTH,
