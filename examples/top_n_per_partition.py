@@ -1,6 +1,6 @@
 """Top-N per partition: the three largest sales of each store's daily file, in one pass.
 
-Each input partition is one store's file (here: ``repartition("store")``). A non-keyed full
+Each input partition is one store's file (here: three ranges of sale ids). A non-keyed full
 window (``fullWindowPartition()``) sees a whole partition at once with no exchange: the function
 keeps only a heap of N rows while the partition streams through, so memory stays bounded
 however large the file. ``mapPartitionInPandas`` does the same with pandas frames, one Arrow
@@ -47,12 +47,12 @@ def top_n_pandas(frames):
 
 
 def sales(spark: SparkSession) -> DataFrame:
+    """Three partitions of 1,000 sales, one store each (as one file per store would be read)."""
     stores = F.element_at(F.array(*map(F.lit, ["north", "south", "east"])),
-                          (F.col("id") % 3 + 1).cast("int"))
-    return (spark.range(0, 3000, 1, 4)
+                          (F.col("id") / 1000 + 1).cast("int"))
+    return (spark.range(0, 3000, 1, 3)
             .select(stores.alias("store"), F.col("id").alias("sale_id"),
-                    ((F.col("id") * 7919) % 1000 / 10).alias("amount"))
-            .repartition(3, "store"))  # one partition per store, as daily files would be
+                    ((F.col("id") * 7919) % 1000 / 10).alias("amount")))
 
 
 def top_sales(df: DataFrame, use_pandas: bool = False) -> DataFrame:

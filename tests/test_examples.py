@@ -40,7 +40,7 @@ def test_sessionize_clicks(spark):
 def test_top_n_per_partition(spark):
     mod = example("top_n_per_partition")
     got = [tuple(r) for r in mod.main(spark)]
-    sales = [( ["north", "south", "east"][i % 3], i, (i * 7919) % 1000 / 10) for i in range(3000)]
+    sales = [(["north", "south", "east"][i // 1000], i, (i * 7919) % 1000 / 10) for i in range(3000)]
     expected = []
     for store in ("east", "north", "south"):
         mine = sorted((s for s in sales if s[0] == store), key=lambda s: (-s[2], s[1]))[:3]

@@ -20,7 +20,7 @@ from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
 from fullwindow.functions import EndOfStreamWindows
-from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
+from fullwindow.partition import (_PREFETCH_DEPTH, _named, _parse_schema, _require_callable,
                                   _require_methods, _time_policy)
 
 _seq_ids = itertools.count()
@@ -111,7 +111,8 @@ def _check_assigner(operation: str, assigner: Any) -> None:
         f"window per key, fired at end of input); got {got}")
 
 
-def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Column:
+def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner,
+                func: Any = None) -> Column:
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
     from pyspark.sql.pandas.functions import pandas_udf
@@ -124,7 +125,7 @@ def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) 
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    udf = pandas_udf(make_runner(encoder), returnType=schema,  # type: ignore[call-overload]
+    udf = pandas_udf(_named(make_runner(encoder), func), returnType=schema,  # type: ignore[call-overload]
                      functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
     return udf(*[F.col(_quote(c)) for c in df.columns])
 
@@ -141,7 +142,7 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
                   make_runner, func: Any, extra: Any = None) -> DataFrame:
-    column = _udf_column(df, f"keyed {operation}", schema, make_runner)
+    column = _udf_column(df, f"keyed {operation}", schema, make_runner, func)
     jdf = facade(df).keyedPythonPartition(df._jdf, operation, _java_strings(df.sparkSession, keys),
                                           column._jc)
     return _recoverable(DataFrame(jdf, df.sparkSession), f"keyed {operation}", keys, func, extra)
@@ -244,7 +245,7 @@ def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
     with_seq = df.withColumn(seq, F.monotonically_increasing_id())  # input position, before the exchange
     column = _udf_column(with_seq, "keyed reduce", in_schema,
                          lambda enc: _keyed_worker.running_reduce(func, in_schema, key_idx, enc,
-                                                                  _PREFETCH_DEPTH))
+                                                                  _PREFETCH_DEPTH), func)
     spark = df.sparkSession
     jdf = facade(df).keyedRunning(with_seq._jdf, "reduce", _java_strings(spark, keys), seq,
                                   column._jc)
@@ -647,7 +648,7 @@ class CoGroupedWindowedDataFrames:
         lschema, rschema = ldf.schema, rdf.schema
         merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
         nkeys = len(left.keys)
-        column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema))
+        column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema), func)
         spark = ldf.sparkSession
         jdf = facade(ldf).coGroup(ldf._jdf, rdf._jdf, _java_strings(spark, left.keys),
                                   _java_strings(spark, right.keys), column._jc)

@@ -296,12 +296,21 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    runner = make_runner(encoder)
+    runner = _named(make_runner(encoder), func)
     udf = pandas_udf(runner, returnType=schema,  # type: ignore[call-overload]
                      functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
     column = udf(*[F.col(_quote(c)) for c in df.columns])
     out = DataFrame(fw.pythonPartition(df._jdf, operation, column._jc), spark)
     return _recoverable(out, operation, func, extra)
+
+
+def _named(runner, func: Any):
+    """``runner`` named after the user's function (or its class, for an AggregateFunction or
+    ProcessWindowFunction), so that explain() and the Spark UI show which function runs."""
+    if func is not None:
+        name = getattr(func, "__name__", None) or type(func).__name__
+        runner.__name__ = runner.__qualname__ = str(name)
+    return runner
 
 
 _PREFETCH_DEPTH = 2
