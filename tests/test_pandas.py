@@ -10,6 +10,7 @@ import decimal
 import json
 import os
 import re
+import warnings
 
 import pandas as pd
 import pytest
@@ -156,7 +157,10 @@ def test_keyed_frames_hold_only_the_key_in_batch_sized_pieces(df, small_batches)
         sizes = []
         for pdf in frames:
             assert set(pdf.k) == {key} and list(pdf.index) == list(range(len(pdf)))
-            pdf["twice"] = pdf.v * 2  # frames may be changed freely
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # frames may be changed freely, without warnings
+                pdf["twice"] = pdf.v * 2
+                pdf.loc[0, "v"] = -1
             sizes.append(len(pdf))
         yield pd.DataFrame({"k": [key], "sizes": [sizes]})
 

@@ -463,6 +463,8 @@ class PandasEncoder:
     def _columns(self, frame) -> list:
         names = self.schema.names
         labels = list(frame.columns)
+        if labels == names:
+            return [frame.iloc[:, i] for i in range(len(names))]
         if self.options.assign_by_name and any(isinstance(c, str) for c in labels):
             missing = [n for n in names if n not in labels]
             extra = [str(c) for c in labels if c not in names]
@@ -531,36 +533,62 @@ class PandasEncoder:
         raise SchemaMismatchError(f"{self._where()}: the DataFrame does not fit schema "
                                   f"{self.schema.simpleString()}: {_first_line(err)}") from None
 
+    def _normalized(self, frame):
+        """``frame`` checked, with the schema's column names in the schema's order (so that
+        frames can be concatenated); ``None`` for a frame with no rows."""
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise SchemaMismatchError(
+                f"{self._where()}: func must yield pandas.DataFrame objects of "
+                f"{self.schema.simpleString()}; got {type(frame).__name__}")
+        if len(frame) == 0:
+            if len(frame.columns):
+                self._columns(frame)  # still a mistake worth naming
+            return None
+        names = self.schema.names
+        if list(frame.columns) == names:
+            return frame
+        return pd.DataFrame(dict(zip(range(len(names)), self._columns(frame))),
+                            index=frame.index).set_axis(names, axis=1)
+
     def encode_all(self, frames: Iterable[Any]) -> Iterator[pa.RecordBatch]:
-        """Encodes frames, gathering small ones (one row per key, say) into batches of about
-        ``maxRecordsPerBatch`` rows: fewer, larger Arrow batches for the JVM to read."""
+        """Encodes the frames a function yielded. Small frames (one row per key, say) are
+        gathered and concatenated up to about ``maxRecordsPerBatch`` rows and converted once:
+        converting a frame has a fixed cost that dwarfs a few rows' worth (a 3-column frame
+        of one row costs as much as ~15 rows of a concatenated one), and the JVM reads fewer,
+        larger batches. Order is kept."""
         pending: list = []
         size = 0
         for frame in frames:
-            batch = self.encode(frame)
-            if batch.num_rows >= self.batch_size and not pending:
-                yield batch
+            frame = self._normalized(frame)
+            if frame is None:
                 continue
-            if batch.num_rows == 0:
+            if len(frame) >= self.batch_size:
+                if pending:
+                    yield self._encode_many(pending)
+                    pending, size = [], 0
+                yield self.encode(frame)
                 continue
-            pending.append(batch)
-            size += batch.num_rows
+            pending.append(frame)
+            size += len(frame)
             if size >= self.batch_size:
-                yield _concat_batches(pending)
+                yield self._encode_many(pending)
                 pending, size = [], 0
         if pending:
-            yield _concat_batches(pending)
+            yield self._encode_many(pending)
+
+    def _encode_many(self, frames: list) -> pa.RecordBatch:
+        import pandas as pd
+
+        if len(frames) == 1:
+            return self.encode(frames[0])
+        return self.encode(pd.concat(frames, ignore_index=True, copy=False))
 
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _concat_batches(batches: list) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def _frames(operation: str, what: str, value: Any) -> Iterable[Any]:
