@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     spark = fullwindow.session(master="local[2]", conf={
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
+        # the sample data is small: keep its four partitions (adaptive execution would merge
+        # them into one), so that a run killed midway has some finished and some not
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.fullwindow.recovery.enabled": "true",
         "spark.fullwindow.recovery.dir": args.dir,
         "spark.fullwindow.recovery.jobId": args.job_id,
