@@ -10,6 +10,7 @@ batches in the bounded prefetch queue are decoded, whatever the size of the key.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import operator
 from typing import Any, Callable, Iterator
@@ -22,7 +23,8 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
                                TimestampType)
 
 from fullwindow._compat import arrow_value_converter, to_pylist
-from fullwindow._worker import (Prefetcher, RowDecoder, RowEncoder, _iterable, _row_coercer,
+from fullwindow._worker import (PandasDecoder, PandasEncoder, PandasOptions, Prefetcher,
+                                RowDecoder, RowEncoder, _frames, _iterable, _row_coercer,
                                 checked_batches, end_of_input, partition_id)
 from fullwindow.errors import SchemaMismatchError
 
@@ -344,15 +346,21 @@ def process(pwf, in_schema, key_idx, encoder: RowEncoder, depth: int, policy):
 
 # ---- coGroup ----------------------------------------------------------------------------------
 
-def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: StructType):
+def _row_run(rows: list, s: int, e: int) -> list:
+    return rows[s:e]
+
+
+def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: StructType,
+                     make_decoder: Callable = RowDecoder, cut: Callable = _row_run):
     """Merged batch ``[side, keys..., left columns..., right columns...]`` ->
-    [(group key, key, side, rows)]: runs of equal (side, key); each side's rows decoded from its
-    own columns only."""
+    [(group key, key, side, records)]: runs of equal (side, key); each side's records decoded
+    from its own columns only (``make_decoder(side schema)``: Rows by default) and cut into
+    runs by ``cut(decoded, start, end)`` (an iterable of what the function's iterators yield)."""
     splitter = KeySplitter(merged, list(range(1, 1 + nkeys)), extra_idx=(0,))
     nl = len(left.fields)
     left_cols = list(range(1 + nkeys, 1 + nkeys + nl))
     right_cols = list(range(1 + nkeys + nl, 1 + nkeys + nl + len(right.fields)))
-    left_decoder, right_decoder = RowDecoder(left), RowDecoder(right)
+    left_decoder, right_decoder = make_decoder(left), make_decoder(right)
 
     def side_rows(batch, side, cols, decoder, sides):
         if side not in sides:
@@ -374,7 +382,7 @@ def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: St
         for g, u, side, (s, e) in zip(gkeys, ukeys, sides, _bounds(starts, batch.num_rows)):
             i = at[side]
             at[side] = i + (e - s)
-            out.append((g, u, side, rows[side][i:at[side]]))
+            out.append((g, u, side, cut(rows[side], i, at[side])))
         return out
 
     return decode
@@ -429,19 +437,90 @@ class _Sides:
             yield from seg[3]
 
 
+def _co_group_outputs(func, segments: Iterator[tuple], results: Callable) -> Iterator[Any]:
+    """``func(key, left, right)`` once per key of the merged segments, flattened through
+    ``results(what func returned)``."""
+    for _, group in itertools.groupby(segments, key=_first):
+        first = next(group)
+        sides = _Sides(itertools.chain((first,), group))
+        yield from results(func(first[1], sides.left(), sides.right()))
+
+
 def co_group(func, merged: StructType, nkeys: int, left: StructType, right: StructType,
              encoder: RowEncoder, depth: int):
-    operation = encoder.operation
-
-    def outputs(segments):
-        for _, group in itertools.groupby(segments, key=_first):
-            first = next(group)
-            sides = _Sides(itertools.chain((first,), group))
-            yield from _iterable(operation, "func", func(first[1], sides.left(), sides.right()))
+    results = functools.partial(_iterable, encoder.operation, "func")
 
     def run(batches):
         with _Prefetched(batches, cogroup_segments(merged, nkeys, left, right), depth) as p:
-            yield from encoder.encode_all(outputs(p.segments()))
+            yield from encoder.encode_all(_co_group_outputs(func, p.segments(), results))
+    return run
+
+
+# ---- pandas forms -----------------------------------------------------------------------------
+
+def _frame_run(frame, s: int, e: int) -> list:
+    """Rows ``s:e`` of a decoded frame as a frame of their own, indexed from 0 as the frames
+    ``applyInPandas`` hands out. It is a view of the batch's frame (a copy costs five times as
+    much per key, measured), which nothing else reads: no run overlaps another. pandas marks a
+    slice as a possible copy and would warn when the function assigns to it; it is the
+    function's own frame, so the mark is cleared."""
+    import pandas as pd
+
+    if s == 0 and e == len(frame):
+        return [frame]
+    piece = frame.iloc[s:e]
+    piece._is_copy = None  # not a slice to warn about: the function owns these rows
+    piece.index = pd.RangeIndex(e - s)
+    return [piece]
+
+
+def pandas_segments(in_schema: StructType, key_idx: list[int], options: PandasOptions):
+    """Batch -> [(group key, key, [frame])]: the batch converted to pandas once, then cut into
+    one frame per run of equal key."""
+    decoder = PandasDecoder(in_schema, options)
+    splitter = KeySplitter(in_schema, key_idx)
+
+    def decode(batch: pa.RecordBatch) -> list:
+        starts, ukeys, gkeys, _ = splitter.split(batch)
+        if not starts:
+            return []
+        frame = decoder(batch)
+        return [(g, u, _frame_run(frame, s, e))
+                for g, u, (s, e) in zip(gkeys, ukeys, _bounds(starts, batch.num_rows))]
+
+    return decode
+
+
+def map_partition_in_pandas(func, in_schema, key_idx, encoder: RowEncoder, depth: int,
+                            options: PandasOptions):
+    """``func(key, frames)`` once per key; ``frames`` streams the key's records as pandas
+    DataFrames of at most one Arrow batch each (never the whole key at once)."""
+    out = PandasEncoder(encoder, options)
+    operation = encoder.operation
+
+    def run(batches):
+        with _Prefetched(batches, pandas_segments(in_schema, key_idx, options), depth) as p:
+            frames = itertools.chain.from_iterable(
+                _frames(operation, "func", func(key, pieces))
+                for key, pieces in groups(p.segments()))
+            yield from out.encode_all(frames)
+    return run
+
+
+def co_group_in_pandas(func, merged: StructType, nkeys: int, left: StructType,
+                       right: StructType, encoder: RowEncoder, depth: int,
+                       options: PandasOptions):
+    """coGroup's ``applyInPandas``: ``func(key, left_frames, right_frames)`` with each side's
+    records of the key streamed as pandas DataFrames (the memory bound of ``apply``)."""
+    out = PandasEncoder(encoder, options)
+    results = functools.partial(_frames, encoder.operation, "func")
+    segments = cogroup_segments(merged, nkeys, left, right,
+                                make_decoder=lambda schema: PandasDecoder(schema, options),
+                                cut=_frame_run)
+
+    def run(batches):
+        with _Prefetched(batches, segments, depth) as p:
+            yield from out.encode_all(_co_group_outputs(func, p.segments(), results))
     return run
 
 
@@ -456,5 +535,6 @@ def merged_schema(nkey_fields: list[StructField], left: StructType, right: Struc
         + [StructField(f"__right{i}", f.dataType, True) for i, f in enumerate(right.fields)])
 
 
-__all__ = ["KeySplitter", "aggregate", "co_group", "map_partition", "map_partition_in_arrow",
-           "merged_schema", "process", "reduce", "running_reduce"]
+__all__ = ["KeySplitter", "aggregate", "co_group", "co_group_in_pandas", "map_partition",
+           "map_partition_in_arrow", "map_partition_in_pandas", "merged_schema", "process",
+           "reduce", "running_reduce"]

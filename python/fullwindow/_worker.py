@@ -372,3 +372,235 @@ def end_of_input(pwf, ctx, policy) -> Iterator[Any]:
         for ts in sorted(ctx._processing_timers):
             yield from _iterable("process", "on_timer()", pwf.on_timer(ts, ctx))
     ctx._processing_timers.clear()
+
+
+# ---- pandas forms -----------------------------------------------------------------------------
+
+class PandasOptions:
+    """The session settings that govern Arrow <-> pandas conversion, read on the driver when the
+    operation is defined (the worker has no session): the same ones pyspark's ``applyInPandas``
+    honours, so frames get the same dtypes and results are checked and cast the same way."""
+
+    def __init__(self, timezone: str | None, safecheck: bool, assign_by_name: bool,
+                 int_to_decimal: bool, prefer_int_ext: bool, large_var_types: bool):
+        self.timezone = timezone
+        self.safecheck = safecheck
+        self.assign_by_name = assign_by_name
+        self.int_to_decimal = int_to_decimal
+        self.prefer_int_ext = prefer_int_ext
+        self.large_var_types = large_var_types
+
+    @classmethod
+    def of(cls, spark) -> "PandasOptions":
+        def value(key: str, default: str | None) -> str | None:
+            try:  # without a default, Spark answers with the entry's own default when unset
+                return spark.conf.get(key)
+            except Exception:  # noqa: BLE001 - a key this Spark line does not know
+                return default
+
+        def flag(key: str, default: str) -> bool:
+            return (value(key, default) or default).strip().lower() == "true"
+
+        return cls(
+            timezone=value("spark.sql.session.timeZone", None),
+            safecheck=flag("spark.sql.execution.pandas.convertToArrowArraySafely", "true"),
+            assign_by_name=flag("spark.sql.legacy.execution.pandas.groupedMap.assignColumnsByName",
+                                "true"),
+            int_to_decimal=flag("spark.sql.execution.pythonUDF.pandas.intToDecimalCoercionEnabled",
+                                "false"),
+            prefer_int_ext=flag("spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype",
+                                "false"),
+            large_var_types=flag("spark.sql.execution.arrow.useLargeVarTypes", "false"))
+
+
+class PandasDecoder:
+    """Arrow record batches of ``schema`` -> pandas DataFrames, converted column by column by
+    pyspark's own Arrow -> pandas conversion (the one ``mapInPandas`` and ``applyInPandas`` use:
+    the same dtypes, timestamps localized to the session time zone, structs as dicts)."""
+
+    def __init__(self, schema: StructType, options: PandasOptions):
+        self.schema, self.options = schema, options
+        self.names = schema.names
+
+    def __call__(self, batch: pa.RecordBatch):
+        import pandas as pd
+        from pyspark.sql.conversion import ArrowBatchTransformer
+
+        if not self.names:
+            return pd.DataFrame(index=pd.RangeIndex(batch.num_rows))
+        series = ArrowBatchTransformer.to_pandas(
+            batch, timezone=self.options.timezone, schema=self.schema,
+            prefer_int_ext_dtype=self.options.prefer_int_ext)
+        frame = pd.concat(series, axis=1, copy=False)
+        frame.columns = self.names  # the schema's names, duplicates included
+        return frame
+
+
+class PandasEncoder:
+    """pandas DataFrames a function yielded -> Arrow batches of the declared schema, converted
+    by pyspark's pandas -> Arrow conversion with ``applyInPandas``'s rules (columns matched by
+    name when the frame's labels are strings, else by position; values cast to the field types).
+    What does not fit raises ``SchemaMismatchError`` naming the operation, the partition, the
+    field and what was found."""
+
+    def __init__(self, encoder: RowEncoder, options: PandasOptions):
+        self.operation, self.schema = encoder.operation, encoder.schema
+        self.options = options
+        self.batch_size = encoder.batch_size
+
+    def _where(self) -> str:
+        return f"{self.operation}: partition {partition_id()}"
+
+    def _columns(self, frame) -> list:
+        names = self.schema.names
+        labels = list(frame.columns)
+        if labels == names:
+            return [frame.iloc[:, i] for i in range(len(names))]
+        if self.options.assign_by_name and any(isinstance(c, str) for c in labels):
+            missing = [n for n in names if n not in labels]
+            extra = [str(c) for c in labels if c not in names]
+            if missing:
+                raise SchemaMismatchError(
+                    f"{self._where()}: the DataFrame func returned has no column "
+                    f"'{missing[0]}' of the schema {self.schema.simpleString()}; its columns are "
+                    f"{', '.join(map(str, labels)) or '(none)'}"
+                    + (f" (unexpected: {', '.join(extra)})" if extra else ""))
+            if extra:
+                raise SchemaMismatchError(
+                    f"{self._where()}: the DataFrame func returned has columns "
+                    f"{', '.join(extra)} that the schema {self.schema.simpleString()} does not; "
+                    "drop them or add them to the schema")
+            return [frame[n] for n in names]
+        if len(labels) != len(names):
+            raise SchemaMismatchError(
+                f"{self._where()}: the DataFrame func returned has {len(labels)} columns but the "
+                f"schema {self.schema.simpleString()} has {len(names)}")
+        return [frame.iloc[:, i] for i in range(len(names))]
+
+    def encode(self, frame) -> pa.RecordBatch:
+        import pandas as pd
+        from pyspark.sql.conversion import PandasToArrowConversion
+
+        if not isinstance(frame, pd.DataFrame):
+            raise SchemaMismatchError(
+                f"{self._where()}: func must yield pandas.DataFrame objects of "
+                f"{self.schema.simpleString()}; got {type(frame).__name__}")
+        if len(frame.columns) == 0 and len(frame) == 0:
+            return pa.RecordBatch.from_pylist([], schema=self._arrow_schema())
+        columns = self._columns(frame)
+        o = self.options
+        try:
+            return PandasToArrowConversion.convert(
+                columns, self.schema, timezone=o.timezone, safecheck=o.safecheck,
+                arrow_cast=True, prefers_large_types=o.large_var_types,
+                int_to_decimal_coercion_enabled=o.int_to_decimal)
+        except Exception as err:  # noqa: BLE001 - narrowed to the field below
+            self._diagnose(columns, err)
+            raise
+
+    def _arrow_schema(self) -> pa.Schema:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(self.schema, timezone="UTC",
+                               prefers_large_types=self.options.large_var_types)
+
+    def _diagnose(self, columns: list, err: Exception) -> None:
+        from pyspark.sql.conversion import PandasToArrowConversion
+
+        o = self.options
+        for column, field in zip(columns, self.schema.fields):
+            try:
+                PandasToArrowConversion.convert(
+                    [column], StructType([field]), timezone=o.timezone, safecheck=o.safecheck,
+                    arrow_cast=True, prefers_large_types=o.large_var_types,
+                    int_to_decimal_coercion_enabled=o.int_to_decimal)
+            except Exception as field_err:  # noqa: BLE001
+                sample = column.head(3).tolist() if hasattr(column, "head") else column
+                raise SchemaMismatchError(
+                    f"{self._where()}: field '{field.name}' expects "
+                    f"{field.dataType.simpleString()}{'' if field.nullable else ' (not null)'}, "
+                    f"got a column of dtype {getattr(column, 'dtype', type(column).__name__)} "
+                    f"(first values {sample!r}): {_first_line(field_err)}") from None
+        raise SchemaMismatchError(f"{self._where()}: the DataFrame does not fit schema "
+                                  f"{self.schema.simpleString()}: {_first_line(err)}") from None
+
+    def _normalized(self, frame):
+        """``frame`` checked, with the schema's column names in the schema's order (so that
+        frames can be concatenated); ``None`` for a frame with no rows."""
+        import pandas as pd
+
+        if not isinstance(frame, pd.DataFrame):
+            raise SchemaMismatchError(
+                f"{self._where()}: func must yield pandas.DataFrame objects of "
+                f"{self.schema.simpleString()}; got {type(frame).__name__}")
+        if len(frame) == 0:
+            if len(frame.columns):
+                self._columns(frame)  # still a mistake worth naming
+            return None
+        names = self.schema.names
+        if list(frame.columns) == names:
+            return frame
+        return pd.DataFrame(dict(zip(range(len(names)), self._columns(frame))),
+                            index=frame.index).set_axis(names, axis=1)
+
+    def encode_all(self, frames: Iterable[Any]) -> Iterator[pa.RecordBatch]:
+        """Encodes the frames a function yielded. Small frames (one row per key, say) are
+        gathered and concatenated up to about ``maxRecordsPerBatch`` rows and converted once:
+        converting a frame has a fixed cost that dwarfs a few rows' worth (a 3-column frame
+        of one row costs as much as ~15 rows of a concatenated one), and the JVM reads fewer,
+        larger batches. Order is kept."""
+        pending: list = []
+        size = 0
+        for frame in frames:
+            frame = self._normalized(frame)
+            if frame is None:
+                continue
+            if len(frame) >= self.batch_size:
+                if pending:
+                    yield self._encode_many(pending)
+                    pending, size = [], 0
+                yield self.encode(frame)
+                continue
+            pending.append(frame)
+            size += len(frame)
+            if size >= self.batch_size:
+                yield self._encode_many(pending)
+                pending, size = [], 0
+        if pending:
+            yield self._encode_many(pending)
+
+    def _encode_many(self, frames: list) -> pa.RecordBatch:
+        import pandas as pd
+
+        if len(frames) == 1:
+            return self.encode(frames[0])
+        return self.encode(pd.concat(frames, ignore_index=True, copy=False))
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _frames(operation: str, what: str, value: Any) -> Iterable[Any]:
+    """What a pandas function returned: an iterable of DataFrames (a single DataFrame is a
+    mistake worth naming, since iterating it gives its column labels)."""
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        raise FullWindowTypeError(
+            f"{operation}: {what} must return an iterator of pandas.DataFrame (e.g. yield the "
+            "frame), got a single DataFrame")
+    return _iterable(operation, what, value)
+
+
+def map_partition_in_pandas(func, in_schema: StructType, encoder: RowEncoder, depth: int,
+                            options: PandasOptions):
+    out = PandasEncoder(encoder, options)
+
+    def run(batches):
+        prefetch = Prefetcher(batches, PandasDecoder(in_schema, options), depth)
+        frames = _frames(encoder.operation, "func", func(iter(prefetch)))
+        yield from out.encode_all(frames)
+        prefetch.finish()
+    return run

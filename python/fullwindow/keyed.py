@@ -20,7 +20,7 @@ from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
 from fullwindow.functions import EndOfStreamWindows
-from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
+from fullwindow.partition import (_PREFETCH_DEPTH, _named, _parse_schema, _require_callable,
                                   _require_methods, _time_policy)
 
 _seq_ids = itertools.count()
@@ -103,7 +103,8 @@ def _check_assigner(operation: str, assigner: Any) -> None:
         f"window per key, fired at end of input); got {got}")
 
 
-def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Column:
+def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner,
+                func: Any = None) -> Column:
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
     from fullwindow._worker import RowEncoder
@@ -115,7 +116,7 @@ def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) 
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    return be.udf_column(df, schema, make_runner(encoder))
+    return be.udf_column(df, schema, _named(make_runner(encoder), func))
 
 
 def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
@@ -130,7 +131,7 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
                   make_runner, func: Any, extra: Any = None) -> DataFrame:
-    column = _udf_column(df, f"keyed {operation}", schema, make_runner)
+    column = _udf_column(df, f"keyed {operation}", schema, make_runner, func)
     out = backend(df).keyed_python(df, operation, keys, column)
     return _recoverable(out, f"keyed {operation}", keys, func, extra)
 
@@ -232,7 +233,7 @@ def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
     with_seq = df.withColumn(seq, F.monotonically_increasing_id())  # input position, before the exchange
     column = _udf_column(with_seq, "keyed reduce", in_schema,
                          lambda enc: _keyed_worker.running_reduce(func, in_schema, key_idx, enc,
-                                                                  _PREFETCH_DEPTH))
+                                                                  _PREFETCH_DEPTH), func)
     out = backend(df).keyed_running(with_seq, "reduce", keys, seq, column)
     # the hidden sequence column's name differs between runs; the plan text keeps it
     return _recoverable(out, "keyed running reduce", keys, func)
@@ -322,6 +323,37 @@ class KeyedPartitionWindowedDataFrame:
         return _keyed_python(self._df, self._keys, "mapPartitionInArrow", out,
                              lambda enc: _keyed_worker.map_partition_in_arrow(
                                  func, in_schema, key_idx, enc, _PREFETCH_DEPTH), func)
+
+    def _map_partition_in_pandas(self, operation: str, func, schema) -> DataFrame:
+        from fullwindow import _keyed_worker
+        from fullwindow._worker import PandasOptions
+
+        label = f"keyed {operation}"
+        _require_callable(label, "func", func,
+                          "a function (key, iterator of pandas.DataFrame) -> DataFrames")
+        out = _parse_schema(label, schema)
+        in_schema, key_idx = self._df.schema, self._key_idx()
+        options = PandasOptions.of(self._df.sparkSession)
+        return _keyed_python(self._df, self._keys, operation, out,
+                             lambda enc: _keyed_worker.map_partition_in_pandas(
+                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH, options), func)
+
+    @jvm_errors("keyed mapPartitionInPandas")
+    def mapPartitionInPandas(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
+                             schema: Union[StructType, str]) -> DataFrame:
+        """Like :meth:`mapPartition` with pandas: ``func(key, frames)`` is called once per key
+        with an iterator of ``pandas.DataFrame`` holding only that key's records, streamed in
+        frames of at most one Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch``
+        rows), never the whole key at once; it yields DataFrames of ``schema``. ``key`` is the
+        key's value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
+        larger than memory goes through as long as ``func`` does not keep its frames.
+
+        >>> def total(key, frames):
+        ...     s = sum(pdf["v"].sum() for pdf in frames)
+        ...     yield pd.DataFrame({"k": [key], "total": [s]})
+        >>> df.keyBy("k").fullWindowPartition().mapPartitionInPandas(total, "k long, total long")
+        """
+        return self._map_partition_in_pandas("mapPartitionInPandas", func, schema)
 
     # -- sortPartition --------------------------------------------------------------------------
 
@@ -472,6 +504,16 @@ class KeyedWindowedDataFrame:
         """
         return self._window._map_partition("apply", func, schema)
 
+    @jvm_errors("keyed applyInPandas")
+    def applyInPandas(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
+                      schema: Union[StructType, str]) -> DataFrame:
+        """``func(key, frames)`` once per key with the key's records streamed as pandas
+        DataFrames (as keyed ``mapPartitionInPandas``).
+
+        >>> df.keyBy("k").window(EndOfStreamWindows.get()).applyInPandas(total, "k long, total long")
+        """
+        return self._window._map_partition_in_pandas("applyInPandas", func, schema)
+
     @jvm_errors("keyed process")
     def process(self, func, schema: Union[StructType, str]) -> DataFrame:
         """A :class:`ProcessWindowFunction` once per key (as keyed ``process``)."""
@@ -540,19 +582,57 @@ class CoGroupedWindowedDataFrames:
         """
         from fullwindow import _keyed_worker
 
-        _require_callable("coGroup apply", "func", func,
-                          "a function (key, left_rows, right_rows) -> iterable of rows")
-        out = _parse_schema("coGroup apply", schema)
+        return self._co_group("apply", func, schema,
+                              "a function (key, left_rows, right_rows) -> iterable of rows",
+                              lambda merged, nkeys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group(func, merged, nkeys, lschema, rschema, enc,
+                                                     _PREFETCH_DEPTH))
+
+    @jvm_errors("coGroup")
+    def applyInPandas(self, func: Callable[[Any, Iterator[Any], Iterator[Any]], Iterable[Any]],
+                      schema: Union[StructType, str]) -> DataFrame:
+        """:meth:`apply` with pandas: ``func(key, left_frames, right_frames)`` once for every key
+        present on either side, each side's records of the key streamed as pandas DataFrames of
+        at most one Arrow batch (a side without records gives an empty iterator); it yields
+        DataFrames of ``schema``. The memory bound is :meth:`apply`'s: read the left frames
+        before the right ones (or only one side) and no key is held whole.
+
+        >>> def pay(key, orders, payments):
+        ...     due = sum(o["amount"].sum() for o in orders)
+        ...     paid = sum(p["amount"].sum() for p in payments)
+        ...     yield pd.DataFrame({"order_id": [key], "open": [due - paid]})
+        >>> (orders.keyBy("order_id").coGroup(payments.keyBy("order_id"))
+        ...        .window(EndOfStreamWindows.get()).applyInPandas(pay, "order_id long, open double"))
+        """
+        from fullwindow import _keyed_worker
+        from fullwindow._worker import PandasOptions
+
+        options = PandasOptions.of(self._left.dataframe.sparkSession)
+        return self._co_group("applyInPandas", func, schema,
+                              "a function (key, left_frames, right_frames) taking and yielding "
+                              "pandas.DataFrame",
+                              lambda merged, nkeys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group_in_pandas(func, merged, nkeys, lschema,
+                                                               rschema, enc, _PREFETCH_DEPTH,
+                                                               options))
+
+    def _co_group(self, operation: str, func, schema, expected: str, make_runner) -> DataFrame:
+        """The coGroup of the two sides running ``make_runner(merged, nkeys, left schema, right
+        schema)(encoder)`` in each task, as coGroup's ``operation``."""
+        from fullwindow import _keyed_worker
+
+        label = f"coGroup {operation}"
+        _require_callable(label, "func", func, expected)
+        out = _parse_schema(label, schema)
         left, right = self._left, self._right
         ldf, rdf = left.dataframe, right.dataframe
         lschema, rschema = ldf.schema, rdf.schema
         merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
         nkeys = len(left.keys)
-        column = _udf_column(ldf, "coGroup apply", out,
-                             lambda enc: _keyed_worker.co_group(func, merged, nkeys, lschema,
-                                                                rschema, enc, _PREFETCH_DEPTH))
+        column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema), func)
         out = backend(ldf).co_group(ldf, rdf, left.keys, right.keys, column)
-        return _recoverable(out, "coGroup", (left.keys, right.keys), func)
+        name = "coGroup" if operation == "apply" else f"coGroup {operation}"
+        return _recoverable(out, name, (left.keys, right.keys), func)
 
 
 def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:

@@ -101,6 +101,32 @@ class PartitionWindowedDataFrame:
             self._df, "mapPartitionInArrow", out,
             lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH), func)
 
+    @jvm_errors("mapPartitionInPandas")
+    def mapPartitionInPandas(self, func: Callable[[Iterator[Any]], Iterable[Any]],
+                             schema: Union[StructType, str]) -> DataFrame:
+        """Like :meth:`mapPartition` with pandas: ``func`` is called once per partition (empty
+        ones too) with an iterator of ``pandas.DataFrame``, one per Arrow batch of the partition
+        (at most ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each), and yields
+        DataFrames of ``schema``. Values convert as in ``mapInPandas``; result columns are
+        matched to ``schema`` by name (by position when the labels are not strings).
+
+        >>> def big(frames):
+        ...     for pdf in frames:
+        ...         yield pdf[pdf.v > 10][["k", "v"]]
+        >>> df.fullWindowPartition().mapPartitionInPandas(big, "k long, v long").show()
+        """
+        from fullwindow import _worker
+
+        _require_callable("mapPartitionInPandas", "func", func,
+                          "a function taking an iterator of pandas.DataFrame")
+        out = _parse_schema("mapPartitionInPandas", schema)
+        in_schema = self._df.schema
+        options = _worker.PandasOptions.of(self._df.sparkSession)
+        return _python_partition(
+            self._df, "mapPartitionInPandas", out,
+            lambda enc: _worker.map_partition_in_pandas(func, in_schema, enc, _PREFETCH_DEPTH,
+                                                        options), func)
+
     @jvm_errors("aggregate")
     def aggregate(self, *args: Any, schema=None) -> DataFrame:
         """Aggregates each partition into one row (partitions without records give none); no
@@ -262,9 +288,18 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    column = be.udf_column(df, schema, make_runner(encoder))
+    column = be.udf_column(df, schema, _named(make_runner(encoder), func))
     out = be.python_partition(df, operation, column)
     return _recoverable(out, operation, func, extra)
+
+
+def _named(runner, func: Any):
+    """``runner`` named after the user's function (or its class, for an AggregateFunction or
+    ProcessWindowFunction), so that explain() and the Spark UI show which function runs."""
+    if func is not None:
+        name = getattr(func, "__name__", None) or type(func).__name__
+        runner.__name__ = runner.__qualname__ = str(name)
+    return runner
 
 
 _PREFETCH_DEPTH = 2

@@ -51,7 +51,7 @@ object FullWindowStrategy extends SparkStrategy {
           val rowCount = Alias(rows.resultAttribute, "__fullwindow_rows")()
           val hash = HashAggregateExec(None, isStreaming = false, None, Nil, all,
             all.map(_.resultAttribute), 0, results :+ rowCount, planLater(child))
-          FullWindowAggregateOutputExec(results, rowCount.toAttribute,
+          FullWindowAggregateOutputExec(results.map(_.toAttribute), complete, rowCount.toAttribute,
             FilterExec(GreaterThan(rowCount.toAttribute, Literal(0L)), hash)) :: Nil
         } else {
           FullWindowAggregateExec(grouping, complete, complete.map(_.resultAttribute), results,

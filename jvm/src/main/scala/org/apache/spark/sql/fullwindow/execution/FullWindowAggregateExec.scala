@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.fullwindow.logical.FullWindowPartitionKey
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * Aggregates each partition on its own, with Spark's aggregation iterator (every built-in
@@ -33,6 +34,10 @@ case class FullWindowAggregateExec(
     AttributeSet(aggregateAttributes) ++ AttributeSet(resultExpressions.map(_.toAttribute)) --
       AttributeSet(groupingExpressions.map(_.toAttribute))
   override def outputPartitioning: Partitioning = child.outputPartitioning
+  // like SortAggregate's line; the partition key (the same in every row) is said, not listed
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    "perPartitionKeys" -> groupingExpressions.filterNot(FullWindowPartitionKey.contains),
+    "functions" -> aggregateExpressions, "output" -> output)
 
   // The partition key is the same for every row of a partition: only the user's keys need order.
   override def requiredChildOrdering: Seq[Seq[SortOrder]] =

@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Dist
 import org.apache.spark.sql.execution.{BinaryExecNode, SparkPlan}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.PythonSQLMetrics
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
 
 /**
@@ -40,9 +41,8 @@ case class FullWindowCoGroupExec(
   override def outputPartitioning: Partitioning =
     UnknownPartitioning(left.outputPartitioning.numPartitions)
 
-  override def simpleString(maxFields: Int): String =
-    s"$nodeName leftKeys=${leftKeys.mkString("[", ", ", "]")}, " +
-      s"rightKeys=${rightKeys.mkString("[", ", ", "]")}, output=${output.mkString("[", ", ", "]")}"
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    "leftKeys" -> leftKeys, "rightKeys" -> rightKeys, "function" -> func, "output" -> output)
 
   override lazy val metrics: Map[String, SQLMetric] =
     pythonMetrics ++ FullWindowMetrics.rows(sparkContext)

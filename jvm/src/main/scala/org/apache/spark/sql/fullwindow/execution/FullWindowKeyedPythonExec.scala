@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Dist
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.PythonSQLMetrics
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * Runs a Python function over each key's records. The node asks for its input clustered by the
@@ -33,8 +34,11 @@ case class FullWindowKeyedPythonExec(
   override def outputPartitioning: Partitioning =
     UnknownPartitioning(child.outputPartitioning.numPartitions)
 
-  override def simpleString(maxFields: Int): String =
-    s"$nodeName keys=${keys.mkString("[", ", ", "]")}, output=${output.mkString("[", ", ", "]")}"
+  // the running reduce also shows its order (the keys, then the input position)
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    Seq[(String, Any)]("keys" -> keys) ++
+      (if (order.size > keys.size) Seq("order" -> order) else Nil) ++
+      Seq("function" -> func, "output" -> output): _*)
 
   override lazy val metrics: Map[String, SQLMetric] =
     pythonMetrics ++ FullWindowMetrics.rows(sparkContext)

@@ -11,6 +11,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.{MapInBatchEvaluatorFactory, PythonSQLMetrics}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * Runs a Python function over each whole partition through Spark's own Arrow Python runner (the
@@ -25,6 +26,8 @@ case class FullWindowPythonPartitionExec(
     child: SparkPlan) extends UnaryExecNode with PythonSQLMetrics {
 
   override def nodeName: String = "FullWindow" + operationName.capitalize
+  override def simpleString(maxFields: Int): String =
+    FullWindowExplain.line(nodeName, maxFields, "function" -> func, "output" -> output)
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override def outputPartitioning: Partitioning = child.outputPartitioning
 

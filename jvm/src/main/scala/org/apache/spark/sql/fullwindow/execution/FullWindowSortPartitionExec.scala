@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCo
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{CodegenSupport, SortPrefixUtils, SparkPlan, UnaryExecNode, UnsafeExternalRowSorter}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * Sorts each partition with Spark's spilling sorter (UnsafeExternalRowSorter): records go into
@@ -25,6 +26,8 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
   override def nodeName: String = "FullWindowSortPartition"
   override def output: Seq[Attribute] = child.output
   override def outputOrdering: Seq[SortOrder] = sortOrder
+  override def simpleString(maxFields: Int): String =
+    FullWindowExplain.line(nodeName, maxFields, "order" -> sortOrder)
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.sort(sparkContext)

@@ -2,6 +2,7 @@ package org.apache.spark.sql.fullwindow.logical
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.logical.{BinaryNode, LogicalPlan, UnaryNode}
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * A Python function over each key's full window: the input is clustered by `keys` (hash
@@ -26,6 +27,10 @@ case class FullWindowKeyedPythonPartition(
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override lazy val references: AttributeSet = child.outputSet
 
+  override def nodeName: String = "FullWindowKeyed" + operation.capitalize
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    "keys" -> keys, "function" -> func, "output" -> output)
+
   override protected def withNewChildInternal(newChild: LogicalPlan): FullWindowKeyedPythonPartition =
     copy(child = newChild)
 }
@@ -49,6 +54,10 @@ case class KeyedRunningPython(
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override lazy val references: AttributeSet = child.outputSet
 
+  override def nodeName: String = "KeyedRunning" + operation.capitalize
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    "keys" -> keys, "order" -> order, "function" -> func, "output" -> output)
+
   override protected def withNewChildInternal(newChild: LogicalPlan): KeyedRunningPython =
     copy(child = newChild)
 }
@@ -70,6 +79,9 @@ case class FullWindowCoGroup(
   override def operationName: String = "coGroup"
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override lazy val references: AttributeSet = left.outputSet ++ right.outputSet
+
+  override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
+    "leftKeys" -> leftKeys, "rightKeys" -> rightKeys, "function" -> func, "output" -> output)
 
   override protected def withNewChildrenInternal(
       newLeft: LogicalPlan, newRight: LogicalPlan): FullWindowCoGroup =

@@ -2,6 +2,7 @@ package org.apache.spark.sql.fullwindow.logical
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
  * A Python function called once per partition with the partition's records as Arrow batches,
@@ -19,6 +20,10 @@ case class FullWindowPythonPartition(
 
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override lazy val references: AttributeSet = child.outputSet
+
+  override def nodeName: String = "FullWindow" + operationName.capitalize
+  override def simpleString(maxFields: Int): String =
+    FullWindowExplain.line(nodeName, maxFields, "function" -> func, "output" -> output)
 
   override protected def withNewChildInternal(newChild: LogicalPlan): FullWindowPythonPartition =
     copy(child = newChild)
