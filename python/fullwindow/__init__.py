@@ -39,24 +39,6 @@ __all__ = [
 ]
 
 
-def _full_window_partition(self: DataFrame) -> PartitionWindowedDataFrame:
-    """One full window per partition of this DataFrame (no exchange; partition count kept).
+from fullwindow.dataframe import install as _install  # noqa: E402
 
-    >>> df.fullWindowPartition().sortPartition(0).show()
-    """
-    return PartitionWindowedDataFrame(self)
-
-
-DataFrame.fullWindowPartition = _full_window_partition  # type: ignore[attr-defined]
-
-
-def _key_by(self: DataFrame, *cols: str) -> KeyedDataFrame:
-    """This DataFrame keyed by top-level columns (Flink's ``KeyedStream``): keyed operations
-    see it hash-partitioned by the key, one window per key.
-
-    >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
-    """
-    return key_by(self, *cols)
-
-
-DataFrame.keyBy = _key_by  # type: ignore[attr-defined]
+_install()  # DataFrame.fullWindowPartition and DataFrame.keyBy (fullwindow.dataframe)
