@@ -19,7 +19,7 @@ from fullwindow._keys import (_quote, _unsortable, resolve_sort_keys, to_java_bo
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
-from fullwindow.functions import EndOfStreamWindows
+from fullwindow.functions import EndOfStreamWindows, ProcessWindowFunction
 from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
                                   _require_methods, _time_policy)
 
@@ -88,7 +88,7 @@ def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]
     return tuple(keys)
 
 
-def _java_strings(spark, values) -> Any:
+def _java_strings(spark: Any, values: tuple[str, ...] | list[str]) -> Any:
     gateway = spark.sparkContext._gateway
     arr = gateway.new_array(gateway.jvm.java.lang.String, len(values))
     for i, v in enumerate(values):
@@ -111,7 +111,8 @@ def _check_assigner(operation: str, assigner: Any) -> None:
         f"window per key, fired at end of input); got {got}")
 
 
-def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Column:
+def _udf_column(df: DataFrame, operation: str, schema: StructType,
+                make_runner: Callable[[Any], Any]) -> Column:
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
     from pyspark.sql.pandas.functions import pandas_udf
@@ -140,14 +141,14 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 
 
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
-                  make_runner, func: Any, extra: Any = None) -> DataFrame:
+                  make_runner: Callable[[Any], Any], func: Any, extra: Any = None) -> DataFrame:
     column = _udf_column(df, f"keyed {operation}", schema, make_runner)
     jdf = facade(df).keyedPythonPartition(df._jdf, operation, _java_strings(df.sparkSession, keys),
                                           column._jc)
     return _recoverable(DataFrame(jdf, df.sparkSession), f"keyed {operation}", keys, func, extra)
 
 
-def _runtime_mode(spark) -> str:
+def _runtime_mode(spark: Any) -> str:
     raw = (spark.conf.get("spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
     mode = raw.strip().upper()
     if mode not in ("BATCH", "STREAMING", "AUTOMATIC"):
@@ -235,7 +236,8 @@ class KeyedDataFrame:
         return CoGroupedDataFrames(self, other)
 
 
-def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
+def _running_reduce(df: DataFrame, keys: tuple[str, ...], func: Callable[[Row, Row], Any]
+                    ) -> DataFrame:
     from fullwindow import _keyed_worker
 
     in_schema = df.schema
@@ -290,7 +292,8 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- mapPartition -------------------------------------------------------------------------
 
-    def _map_partition(self, operation: str, func, schema) -> DataFrame:
+    def _map_partition(self, operation: str, func: Callable[..., Iterable[Any]],
+                       schema: Union[StructType, str]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -366,7 +369,8 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- aggregate ------------------------------------------------------------------------------
 
-    def _aggregate(self, operation: str, args: tuple, schema) -> DataFrame:
+    def _aggregate(self, operation: str, args: tuple[Any, ...],
+                   schema: Union[StructType, str] | None) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -407,7 +411,7 @@ class KeyedPartitionWindowedDataFrame:
                                                                  enc, _PREFETCH_DEPTH), first)
 
     @jvm_errors("keyed aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregates each key's records into one row: the key columns, then the aggregates.
 
         With built-in aggregate ``Column``s, evaluated in the JVM (the input is hash-partitioned
@@ -424,7 +428,7 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- reduce ---------------------------------------------------------------------------------
 
-    def _reduce(self, operation: str, func) -> DataFrame:
+    def _reduce(self, operation: str, func: Callable[[Row, Row], Any]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         _require_callable(f"keyed {operation}", "func", func,
@@ -445,7 +449,8 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- process --------------------------------------------------------------------------------
 
-    def _process(self, operation: str, func, schema) -> DataFrame:
+    def _process(self, operation: str, func: ProcessWindowFunction,
+                 schema: Union[StructType, str]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -460,7 +465,7 @@ class KeyedPartitionWindowedDataFrame:
                              func, policy)
 
     @jvm_errors("keyed process")
-    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
         """Calls a :class:`ProcessWindowFunction` once per key: ``process(key, ctx, rows)`` with
         ``ctx.key`` set, then that key's timers (end of input); ``open(ctx)`` and ``close()``
         are called once per task.
@@ -492,12 +497,12 @@ class KeyedWindowedDataFrame:
         return self._window._map_partition("apply", func, schema)
 
     @jvm_errors("keyed process")
-    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
         """A :class:`ProcessWindowFunction` once per key (as keyed ``process``)."""
         return self._window._process("process", func, schema)
 
     @jvm_errors("keyed aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregate Columns (JVM) or an AggregateFunction and a schema, per key: the key
         columns, then the aggregates (as keyed ``aggregate``)."""
         return self._window._aggregate("aggregate", args, schema)

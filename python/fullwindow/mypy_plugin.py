@@ -33,9 +33,9 @@ def _method_type(name: str, ctx: AttributeContext) -> Type:
     if symbol is None or not isinstance(symbol.node, TypeInfo):
         return ctx.default_attr_type  # fullwindow is not part of this program
     ret = Instance(symbol.node, [])
-    function = api.named_generic_type("builtins.function", [])  # type: ignore[attr-defined]
+    function = api.named_generic_type("builtins.function", [])
     if name == "keyBy":
-        text = api.named_generic_type("builtins.str", [])  # type: ignore[attr-defined]
+        text = api.named_generic_type("builtins.str", [])
         return CallableType([text], [ARG_STAR], ["cols"], ret, function, name=name)
     return CallableType([], [], [], ret, function, name=name)
 

@@ -12,7 +12,7 @@ from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
 if TYPE_CHECKING:
-    from fullwindow.functions import TimePolicy
+    from fullwindow.functions import ProcessWindowFunction, TimePolicy
 
 
 class PartitionWindowedDataFrame:
@@ -84,7 +84,8 @@ class PartitionWindowedDataFrame:
             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH), func)
 
     @jvm_errors("mapPartitionInArrow")
-    def mapPartitionInArrow(self, func, schema) -> DataFrame:
+    def mapPartitionInArrow(self, func: Callable[[Iterator[Any]], Iterable[Any]],
+                            schema: Union[StructType, str]) -> DataFrame:
         """Like :meth:`mapPartition` with ``Iterator[pyarrow.RecordBatch]`` in and out: ``func``
         is called once per partition and may yield any number of batches of ``schema``.
 
@@ -103,7 +104,7 @@ class PartitionWindowedDataFrame:
             lambda enc: _worker.map_partition_in_arrow(func, enc, _PREFETCH_DEPTH), func)
 
     @jvm_errors("aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregates each partition into one row (partitions without records give none); no
         exchange.
 
@@ -166,7 +167,7 @@ class PartitionWindowedDataFrame:
             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH), func)
 
     @jvm_errors("process")
-    def process(self, func, schema) -> DataFrame:
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
         """Calls a :class:`ProcessWindowFunction` on each non-empty partition's window:
         ``open(ctx)``, ``process(None, ctx, rows)``, timers at end of input, ``close()``.
 
@@ -213,7 +214,8 @@ def _require_callable(operation: str, argument: str, value: Any, expected: str) 
         raise FullWindowTypeError(f"{operation}: {argument} must be {expected}; got {got}")
 
 
-def _require_methods(operation: str, argument: str, value: Any, methods: tuple, expected: str):
+def _require_methods(operation: str, argument: str, value: Any, methods: tuple[str, ...],
+                     expected: str) -> None:
     if value is None:
         raise FullWindowTypeError(f"{operation}: {argument} must be {expected}; got None")
     missing = [m for m in methods if not callable(getattr(value, m, None))]
@@ -227,7 +229,7 @@ _ALLOW = ("ALLOW", "IGNORE", "FAIL")
 _END_OF_INPUT = ("FIRE_AND_QUIESCE", "IGNORE")
 
 
-def _time_policy(spark) -> "TimePolicy":
+def _time_policy(spark: Any) -> "TimePolicy":
     """The processing-time policy in force (FLIP-134), read when the operation is defined."""
     from fullwindow.functions import TimePolicy
 
@@ -253,7 +255,8 @@ def _recoverable(out: DataFrame, operation: str, func: Any = None, extra: Any = 
     return commit_operation(out, operation, func, extra)
 
 
-def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: Any = None,
+def _python_partition(df: DataFrame, operation: str, schema: StructType,
+                      make_runner: Callable[[Any], Any], func: Any = None,
                       extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""

@@ -1,0 +1,68 @@
+"""Types: mypy (pinned in requirements-dev.txt, configured in pyproject.toml) passes over
+python/fullwindow, the package ships py.typed, and fullwindow's mypy plugin gives the DataFrame
+methods added at import their types in a user's program."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from conftest import ROOT
+
+PACKAGE = os.path.join(ROOT, "python", "fullwindow")
+
+
+def mypy(*args: str, cwd: str = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_the_package_type_checks():
+    out = mypy()  # files, plugin and strictness from pyproject.toml
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success: no issues found" in out.stdout
+
+
+def test_py_typed_is_shipped():
+    assert os.path.isfile(os.path.join(PACKAGE, "py.typed"))
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        assert '"py.typed"' in f.read()
+
+
+def test_dataframe_methods_are_typed_for_users(tmp_path):
+    (tmp_path / "mypy.ini").write_text("[mypy]\nplugins = fullwindow.mypy_plugin\n")
+    (tmp_path / "job.py").write_text(textwrap.dedent("""
+        import fullwindow
+        from pyspark.sql import functions as F
+
+        spark = fullwindow.session()
+        df = spark.range(3)
+        reveal_type(df.fullWindowPartition())
+        reveal_type(df.keyBy("id"))
+        reveal_type(df.keyBy("id").fullWindowPartition().aggregate(F.sum("id")))
+        df.keyBy(1)
+        df.fullWindowPartition().sortPartition("id", 3.5)
+    """))
+    out = mypy("--config-file", "mypy.ini", "--cache-dir", str(tmp_path / "cache"), "job.py",
+               cwd=str(tmp_path))
+    lines = out.stdout.splitlines()
+    assert 'job.py:7: note: Revealed type is "fullwindow.partition.PartitionWindowedDataFrame"' in lines
+    assert 'job.py:8: note: Revealed type is "fullwindow.keyed.KeyedDataFrame"' in lines
+    assert 'job.py:9: note: Revealed type is "pyspark.sql.dataframe.DataFrame"' in lines
+    assert any(line.startswith("job.py:10: error: Argument 1 to \"keyBy\" has incompatible type "
+                               "\"int\"") for line in lines), out.stdout
+    assert any(line.startswith("job.py:11: error: Argument 2 to \"sortPartition\"")
+               for line in lines), out.stdout
+    assert out.returncode == 1
+
+
+def test_without_the_plugin_mypy_sees_a_column_lookup(tmp_path):
+    """Why the plugin exists: pyspark's DataFrame.__getattr__ makes the methods look like
+    columns to mypy."""
+    (tmp_path / "job.py").write_text("import fullwindow\n"
+                                     "df = fullwindow.session().range(3)\n"
+                                     "df.fullWindowPartition()\n")
+    out = mypy("--config-file", os.devnull, "--cache-dir", str(tmp_path / "cache"), "job.py",
+               cwd=str(tmp_path))
+    assert 'job.py:3: error: "Column" not callable' in out.stdout, out.stdout
