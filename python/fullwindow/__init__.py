@@ -1,11 +1,15 @@
 """fullwindow: Flink-style full-window (bounded) processing for Spark DataFrames.
 
->>> import fullwindow
->>> spark = fullwindow.session(master="local[2]")
->>> df = spark.range(10).selectExpr("id % 3 AS k", "id AS v").repartition(2)
->>> df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
+```python
+import fullwindow
 
-Importing the package adds ``DataFrame.fullWindowPartition`` and ``DataFrame.keyBy``.
+spark = fullwindow.session(master="local[2]")
+df = spark.range(0, 12, 1, numPartitions=3).selectExpr("id % 3 AS k", "id AS v")
+df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
+```
+
+Importing the package adds ``DataFrame.fullWindowPartition`` and ``DataFrame.keyBy`` (see
+``fullwindow.dataframe``).
 """
 from __future__ import annotations
 

@@ -27,7 +27,11 @@ def configure(builder: SparkSession.Builder,
     set), and makes Python workers run the driver's interpreter. ``conf`` entries are applied
     last, so they win.
 
-    >>> spark = fullwindow.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+    Examples:
+        ```python
+        builder = SparkSession.builder.master("local[2]").appName("nightly")
+        spark = fullwindow.configure(builder, conf={"spark.sql.shuffle.partitions": 8}).getOrCreate()
+        ```
     """
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
@@ -58,7 +62,14 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             app_name: str = "fullwindow") -> SparkSession:
     """A SparkSession with the fullwindow jar and extension (``local[*]`` by default).
 
-    >>> spark = fullwindow.session(master="local[2]", conf={"spark.sql.shuffle.partitions": 4})
+    Puts the jar on the driver and executor class paths, registers the extension, makes Python
+    workers run this interpreter, and applies ``conf``. An already running session without the
+    extension cannot be given it: stop it first.
+
+    Examples:
+        ```python
+        spark = fullwindow.session(master="local[2]", conf={"spark.sql.shuffle.partitions": 4})
+        ```
     """
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"session: conf must be a mapping of config keys to values, got {conf!r}")

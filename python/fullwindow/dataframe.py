@@ -22,7 +22,8 @@ def fullWindowPartition(self: DataFrame) -> PartitionWindowedDataFrame:
 
     Examples:
         >>> df.fullWindowPartition().sortPartition("v").rdd.glom().collect()
-        [[Row(k=0, v=1), Row(k=1, v=2), Row(k=0, v=3)], [Row(k=2, v=4), Row(k=1, v=5), Row(k=2, v=6)]]
+        [[Row(k=0, v=1), Row(k=1, v=2), Row(k=0, v=3)],
+         [Row(k=2, v=4), Row(k=1, v=5), Row(k=2, v=6)]]
     """
     return PartitionWindowedDataFrame(self)
 

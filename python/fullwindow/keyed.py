@@ -165,11 +165,18 @@ class KeyedDataFrame:
     ``df.keyBy("k1", "k2")``; the key handed to functions is the value for one key column and a
     tuple for several.
 
-    >>> keyed = df.keyBy("k")
-    >>> keyed.fullWindowPartition().mapPartition(lambda key, rows: [(key, sum(1 for _ in rows))],
-    ...                                          "k long, n long")
-    >>> keyed.window(EndOfStreamWindows.get()).reduce(lambda a, b: a if a.v >= b.v else b)
-    >>> keyed.coGroup(other.keyBy("k")).window(EndOfStreamWindows.get()).apply(f, schema)
+    Examples:
+        >>> keyed = df.keyBy("k")
+        >>> keyed.keys
+        ('k',)
+        >>> def count(key, rows):
+        ...     yield (key, sum(1 for _ in rows))
+        >>> sorted(keyed.fullWindowPartition().mapPartition(count, "k long, n long").collect())
+        [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
+        >>> largest = keyed.window(EndOfStreamWindows.get()).reduce(
+        ...     lambda a, b: a if a.v >= b.v else b)
+        >>> sorted(largest.collect())
+        [Row(k=0, v=3), Row(k=1, v=5), Row(k=2, v=6)]
     """
 
     def __init__(self, df: DataFrame, keys: tuple[str, ...]):
@@ -206,7 +213,9 @@ class KeyedDataFrame:
         record, in input order within each key (the upsert stream a streaming job would emit;
         the last row of each key is the final value). Not supported on a streaming DataFrame.
 
-        >>> df.keyBy("k").reduce(lambda a, b: Row(k=a.k, v=a.v + b.v))
+        Examples:
+            >>> sorted(df.keyBy("k").reduce(lambda a, b: Row(k=a.k, v=a.v + b.v)).collect())
+            [Row(k=0, v=4), Row(k=1, v=7), Row(k=2, v=10)]
         """
         _require_callable("keyed reduce", "func", func, "a function (a: Row, b: Row) -> Row")
         df = self._df
@@ -311,23 +320,31 @@ class KeyedPartitionWindowedDataFrame:
         (``Row``s) and returns what it yields (tuples, Rows or dicts of ``schema``). The records
         stream: a key larger than memory is fine as long as ``func`` does not keep them.
 
-        >>> def count(key, rows):
-        ...     yield (key, sum(1 for _ in rows))
-        >>> df.keyBy("k").fullWindowPartition().mapPartition(count, "k long, n long")
+        Examples:
+            >>> def count(key, rows):
+            ...     yield (key, sum(1 for _ in rows))
+            >>> out = df.keyBy("k").fullWindowPartition().mapPartition(count, "k long, n long")
+            >>> sorted(out.collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._map_partition("mapPartition", func, schema)
 
     @jvm_errors("keyed mapPartitionInArrow")
     def mapPartitionInArrow(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
                             schema: Union[StructType, str]) -> DataFrame:
-        """Like :meth:`mapPartition` with Arrow: ``func(key, batches)`` gets an iterator of
-        ``pyarrow.RecordBatch`` holding only that key's records and yields batches (or Tables)
-        of ``schema``.
+        """Like [`mapPartition`][fullwindow.KeyedPartitionWindowedDataFrame.mapPartition] with
+        Arrow: ``func(key, batches)`` gets an iterator of ``pyarrow.RecordBatch`` holding only
+        that key's records and yields batches (or Tables) of ``schema``.
 
-        >>> def total(key, batches):
-        ...     s = sum(pc.sum(b["v"]).as_py() or 0 for b in batches)
-        ...     yield pa.RecordBatch.from_pylist([{"k": key, "total": s}])
-        >>> df.keyBy("k").fullWindowPartition().mapPartitionInArrow(total, "k long, total long")
+        Examples:
+            >>> import pyarrow as pa
+            >>> import pyarrow.compute as pc
+            >>> def total(key, batches):
+            ...     s = sum(pc.sum(b["v"]).as_py() or 0 for b in batches)
+            ...     yield pa.RecordBatch.from_pylist([{"k": key, "total": s}])
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.mapPartitionInArrow(total, "k long, total long").collect())
+            [Row(k=0, total=4), Row(k=1, total=7), Row(k=2, total=10)]
         """
         from fullwindow import _keyed_worker
 
@@ -349,7 +366,10 @@ class KeyedPartitionWindowedDataFrame:
         within each key, with Spark's spilling sorter. ``key`` and ``order`` take every form the
         non-keyed ``sortPartition`` takes (index, name, Column, key selector, list of pairs).
 
-        >>> df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
+        Examples:
+            >>> out = df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
+            >>> [tuple(r) for r in sorted(out.collect(), key=lambda r: r.k)]  # a stable sort
+            [(0, 3), (0, 1), (1, 5), (1, 2), (2, 6), (2, 4)]
         """
         df = self._df
         spark = df.sparkSession
@@ -415,14 +435,21 @@ class KeyedPartitionWindowedDataFrame:
         """Aggregates each key's records into one row: the key columns, then the aggregates.
 
         With built-in aggregate ``Column``s, evaluated in the JVM (the input is hash-partitioned
-        by the key, then each partition aggregated per key; one exchange):
+        by the key, then each partition aggregated per key; one exchange), or with a Python
+        [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of its result; the
+        output is the key columns followed by the aggregates.
 
-        >>> df.keyBy("k").fullWindowPartition().aggregate(F.sum("v").alias("total"))
-
-        With a Python :class:`AggregateFunction` and the schema of its result; the output is
-        the key columns followed by the result's fields:
-
-        >>> df.keyBy("k").fullWindowPartition().aggregate(Mean(), "mean double")  # k, mean
+        Examples:
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.aggregate(F.sum("v").alias("total")).collect())
+            [Row(k=0, total=4), Row(k=1, total=7), Row(k=2, total=10)]
+            >>> class Mean(AggregateFunction):
+            ...     def create_accumulator(self): return (0, 0)
+            ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
+            ...     def get_result(self, acc): return (acc[0] / acc[1],)
+            ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
+            >>> sorted(w.aggregate(Mean(), "mean double").collect())
+            [Row(k=0, mean=2.0), Row(k=1, mean=3.5), Row(k=2, mean=5.0)]
         """
         return self._aggregate("aggregate", args, schema)
 
@@ -443,7 +470,10 @@ class KeyedPartitionWindowedDataFrame:
         """Combines each key's records pairwise with ``func(a, b) -> Row or tuple``: one row of
         the input schema per key.
 
-        >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b)
+        Examples:
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.reduce(lambda a, b: a if a.v >= b.v else b).collect())
+            [Row(k=0, v=3), Row(k=1, v=5), Row(k=2, v=6)]
         """
         return self._reduce("reduce", func)
 
@@ -466,11 +496,17 @@ class KeyedPartitionWindowedDataFrame:
 
     @jvm_errors("keyed process")
     def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
-        """Calls a :class:`ProcessWindowFunction` once per key: ``process(key, ctx, rows)`` with
-        ``ctx.key`` set, then that key's timers (end of input); ``open(ctx)`` and ``close()``
-        are called once per task.
+        """Calls a [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] once per key:
+        ``process(key, ctx, rows)`` with ``ctx.key`` set, then that key's timers (end of input);
+        ``open(ctx)`` and ``close()`` are called once per task.
 
-        >>> df.keyBy("k").fullWindowPartition().process(Summary(), "k long, n long")
+        Examples:
+            >>> class Count(ProcessWindowFunction):
+            ...     def process(self, key, ctx, rows):
+            ...         yield (ctx.key, sum(1 for _ in rows))
+            >>> sorted(df.keyBy("k").fullWindowPartition().process(Count(), "k long, n long")
+            ...        .collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._process("process", func, schema)
 
@@ -492,13 +528,19 @@ class KeyedWindowedDataFrame:
               schema: Union[StructType, str]) -> DataFrame:
         """``func(key, rows)`` once per key, streaming (as keyed ``mapPartition``).
 
-        >>> df.keyBy("k").window(EndOfStreamWindows.get()).apply(count, "k long, n long")
+        Examples:
+            >>> def count(key, rows):
+            ...     yield (key, sum(1 for _ in rows))
+            >>> window = df.keyBy("k").window(EndOfStreamWindows.get())
+            >>> sorted(window.apply(count, "k long, n long").collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._window._map_partition("apply", func, schema)
 
     @jvm_errors("keyed process")
     def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
-        """A :class:`ProcessWindowFunction` once per key (as keyed ``process``)."""
+        """A [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] once per key (as keyed
+        ``process``)."""
         return self._window._process("process", func, schema)
 
     @jvm_errors("keyed aggregate")
@@ -554,13 +596,20 @@ class CoGroupedWindowedDataFrames:
         Put the larger side on the left and read it first, or read only one side, and memory
         stays bounded whatever the size of a key. Each iterator can be read once.
 
-        >>> def join(key, left, right):
-        ...     names = [r.name for r in left]
-        ...     for r in right:
-        ...         for n in names:
-        ...             yield (key, n, r.amount)
-        >>> (users.keyBy("id").coGroup(orders.keyBy("user_id"))
-        ...       .window(EndOfStreamWindows.get()).apply(join, "id long, name string, amount double"))
+        Examples:
+            >>> users = spark.createDataFrame([(1, "ann"), (2, "bob")], "id long, name string")
+            >>> orders = spark.createDataFrame([(1, 9.5), (1, 3.0), (3, 1.0)],
+            ...                                "user_id long, amount double")
+            >>> def join(key, left, right):
+            ...     names = [r.name for r in left]
+            ...     for r in right:
+            ...         for n in names:
+            ...             yield (key, n, r.amount)
+            >>> out = (users.keyBy("id").coGroup(orders.keyBy("user_id"))
+            ...        .window(EndOfStreamWindows.get())
+            ...        .apply(join, "id long, name string, amount double"))
+            >>> sorted(out.collect())
+            [Row(id=1, name='ann', amount=3.0), Row(id=1, name='ann', amount=9.5)]
         """
         from fullwindow import _keyed_worker
 
@@ -582,5 +631,5 @@ class CoGroupedWindowedDataFrames:
 
 
 def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:
-    """``df.keyBy(*cols)``: see :class:`KeyedDataFrame`."""
+    """``df.keyBy(*cols)`` as a function: see [`KeyedDataFrame`][fullwindow.KeyedDataFrame]."""
     return KeyedDataFrame(df, validate_keys("keyBy", df, cols))

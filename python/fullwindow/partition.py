@@ -46,9 +46,21 @@ class PartitionWindowedDataFrame:
         first when ascending and last when descending. A key selector's result type is inferred
         from the first row unless ``key_type`` is given.
 
-        >>> df.fullWindowPartition().sortPartition("v").show()
-        >>> df.fullWindowPartition().sortPartition([("a", Order.ASCENDING), ("b", Order.DESCENDING)])
-        >>> df.fullWindowPartition().sortPartition(lambda r: r.name.lower())
+        Examples:
+            Each partition is sorted on its own (here ``df`` has two partitions):
+
+            >>> out = df.fullWindowPartition().sortPartition("v", Order.DESCENDING)
+            >>> out.rdd.glom().map(lambda rows: [r.v for r in rows]).collect()
+            [[3, 2, 1], [6, 5, 4]]
+
+            Several keys, and a key selector, on one partition:
+
+            >>> one = df.coalesce(1).fullWindowPartition()
+            >>> pairs = [("k", Order.ASCENDING), ("v", Order.DESCENDING)]
+            >>> [tuple(r) for r in one.sortPartition(pairs).collect()]
+            [(0, 3), (0, 1), (1, 5), (1, 2), (2, 6), (2, 4)]
+            >>> [r.v for r in one.sortPartition(lambda r: (r.v % 3, r.v)).collect()]
+            [3, 6, 1, 4, 2, 5]
         """
         df = self._df
         spark = df.sparkSession
@@ -70,9 +82,13 @@ class PartitionWindowedDataFrame:
         while the partition is still being read, through a bounded queue, so memory stays
         bounded however large the partition.
 
-        >>> def top3(rows):
-        ...     return sorted(((r.k, r.v) for r in rows), key=lambda t: -t[1])[:3]
-        >>> df.fullWindowPartition().mapPartition(top3, "k long, v long").show()
+        Examples:
+            >>> def top(rows):
+            ...     best = max(rows, key=lambda r: r.v, default=None)
+            ...     if best is not None:
+            ...         yield (best.k, best.v)
+            >>> sorted(df.fullWindowPartition().mapPartition(top, "k long, v long").collect())
+            [Row(k=0, v=3), Row(k=2, v=6)]
         """
         from fullwindow import _worker
 
@@ -86,13 +102,19 @@ class PartitionWindowedDataFrame:
     @jvm_errors("mapPartitionInArrow")
     def mapPartitionInArrow(self, func: Callable[[Iterator[Any]], Iterable[Any]],
                             schema: Union[StructType, str]) -> DataFrame:
-        """Like :meth:`mapPartition` with ``Iterator[pyarrow.RecordBatch]`` in and out: ``func``
-        is called once per partition and may yield any number of batches of ``schema``.
+        """Like [`mapPartition`][fullwindow.PartitionWindowedDataFrame.mapPartition] with
+        ``Iterator[pyarrow.RecordBatch]`` in and out: ``func`` is called once per partition and
+        may yield any number of batches of ``schema``.
 
-        >>> def double(batches):
-        ...     for b in batches:
-        ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
-        >>> df.fullWindowPartition().mapPartitionInArrow(double, "v2 long").show()
+        Examples:
+            >>> import pyarrow as pa
+            >>> import pyarrow.compute as pc
+            >>> def double(batches):
+            ...     for b in batches:
+            ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
+            >>> out = df.fullWindowPartition().mapPartitionInArrow(double, "v2 long")
+            >>> sorted(r.v2 for r in out.collect())
+            [2, 4, 6, 8, 10, 12]
         """
         from fullwindow import _worker
 
@@ -108,13 +130,21 @@ class PartitionWindowedDataFrame:
         """Aggregates each partition into one row (partitions without records give none); no
         exchange.
 
-        With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code:
+        With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code,
+        or with a Python [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of
+        its result.
 
-        >>> df.fullWindowPartition().aggregate(F.sum("v"), F.count("*").alias("n")).show()
-
-        With a Python :class:`AggregateFunction` and the schema of its result:
-
-        >>> df.fullWindowPartition().aggregate(Mean(), "mean double").show()
+        Examples:
+            >>> w = df.fullWindowPartition()
+            >>> sorted(w.aggregate(F.sum("v").alias("total"), F.count("*").alias("n")).collect())
+            [Row(total=6, n=3), Row(total=15, n=3)]
+            >>> class Mean(AggregateFunction):
+            ...     def create_accumulator(self): return (0, 0)
+            ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
+            ...     def get_result(self, acc): return (acc[0] / acc[1],)
+            ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
+            >>> sorted(w.aggregate(Mean(), "mean double").collect())
+            [Row(mean=2.0), Row(mean=5.0)]
         """
         from pyspark.sql import Column
 
@@ -156,7 +186,9 @@ class PartitionWindowedDataFrame:
         """Combines the records of each partition pairwise with ``func(a, b) -> Row or tuple``:
         one row of the input schema per non-empty partition.
 
-        >>> df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
+        Examples:
+            >>> sorted(df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).collect())
+            [Row(k=0, v=3), Row(k=2, v=6)]
         """
         from fullwindow import _worker
 
@@ -168,10 +200,17 @@ class PartitionWindowedDataFrame:
 
     @jvm_errors("process")
     def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
-        """Calls a :class:`ProcessWindowFunction` on each non-empty partition's window:
-        ``open(ctx)``, ``process(None, ctx, rows)``, timers at end of input, ``close()``.
+        """Calls a [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] on each
+        non-empty partition's window: ``open(ctx)``, ``process(None, ctx, rows)``, timers at end
+        of input, ``close()``.
 
-        >>> df.fullWindowPartition().process(Summary(), "pid int, n long, why string").show()
+        Examples:
+            >>> class Summary(ProcessWindowFunction):
+            ...     def process(self, key, ctx, rows):
+            ...         yield (ctx.partition_id, sum(1 for _ in rows), ctx.firing_info.name)
+            >>> sorted(df.fullWindowPartition().process(Summary(), "pid int, n long, why string")
+            ...        .collect())
+            [Row(pid=0, n=3, why='ON_TIME'), Row(pid=1, n=3, why='ON_TIME')]
         """
         from fullwindow import _worker
 
