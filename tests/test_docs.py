@@ -96,3 +96,31 @@ def test_page(page, spark):
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def test_site_builds_strictly_without_warnings(tmp_path):
+    """``./dev/docs`` (``mkdocs build --strict``): the pages, the nav and the API reference
+    generated from the docstrings build with no warning at all."""
+    import subprocess
+
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    out = subprocess.run([os.path.join(ROOT, "dev", "docs"), "-d", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log
+    assert "WARNING" not in log and "ERROR" not in log, log
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    for name in ("fullwindow.PartitionWindowedDataFrame.sortPartition",
+                 "fullwindow.dataframe.keyBy", "fullwindow.errors.SchemaMismatchError"):
+        assert f'id="{name}"' in api, name
+
+
+_EXTERNAL = re.compile(r"\]\(\s*(?:[a-z][a-z0-9+.-]*:|//)|<https?://|\bhref=\"https?:", re.I)
+
+
+@pytest.mark.parametrize("path", [os.path.join("docs", p) for p in pages()] + ["README.md"])
+def test_links_stay_inside_the_repository(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            assert not _EXTERNAL.search(line), f"{path}:{n}: a link outside the repository"
+            assert "](../" not in line or path != "README.md", f"{path}:{n}: leaves the repository"

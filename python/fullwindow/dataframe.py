@@ -4,7 +4,7 @@ They are attached to pyspark's ``DataFrame`` class when the package is imported.
 do not see such additions on their own: with mypy, enable fullwindow's plugin
 (``plugins = fullwindow.mypy_plugin`` in the mypy configuration) and ``df.fullWindowPartition()``
 and ``df.keyBy(...)`` get the types below. Without it, the same objects are available as
-``PartitionWindowedDataFrame(df)`` and ``fullwindow.keyed.key_by(df, "k")``, both typed.
+``PartitionWindowedDataFrame(df)`` and ``fullwindow.key_by(df, "k")``, both typed.
 """
 from __future__ import annotations
 
