@@ -2,7 +2,8 @@
 
 Each docstring is a doctest run on the shared session with a small namespace: ``spark``, ``df``
 (columns k and v, six rows in two partitions: (0, 1), (1, 2), (0, 3) | (2, 4), (1, 5), (2, 6)),
-``F``, ``Row``, ``fullwindow`` and the public classes. Examples that need their own session,
+``F``, ``Row``, ``fullwindow``, the public classes, and ``Mean`` (the example class of
+``AggregateFunction``'s docstring, which the aggregate methods' examples use). Examples that need their own session,
 files or a cluster are written as plain usage blocks (a fenced ``python`` block, not a ``>>>``
 transcript), which this does not run.
 """
@@ -42,13 +43,28 @@ def namespace(spark):
     from pyspark.sql import Row, SparkSession
     from pyspark.sql import functions as F
 
+    class Mean(fullwindow.AggregateFunction):
+        """The example of AggregateFunction's docstring, used by the aggregate methods' ones."""
+
+        def create_accumulator(self):
+            return (0, 0)
+
+        def add(self, row, acc):
+            return (acc[0] + row.v, acc[1] + 1)
+
+        def get_result(self, acc):
+            return (acc[0] / acc[1],)
+
+        def merge(self, a, b):
+            return (a[0] + b[0], a[1] + b[1])
+
     rows = [(0, 1), (1, 2), (0, 3), (2, 4), (1, 5), (2, 6)]
     df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 2), "k long, v long")
     return {"spark": spark, "df": df, "F": F, "Row": Row, "SparkSession": SparkSession,
             "fullwindow": fullwindow, "Order": fullwindow.Order,
             "AggregateFunction": fullwindow.AggregateFunction,
             "ProcessWindowFunction": fullwindow.ProcessWindowFunction,
-            "EndOfStreamWindows": fullwindow.EndOfStreamWindows}
+            "EndOfStreamWindows": fullwindow.EndOfStreamWindows, "Mean": Mean}
 
 
 @pytest.mark.parametrize("name", sorted(TESTS))

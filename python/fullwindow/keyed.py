@@ -439,15 +439,12 @@ class KeyedPartitionWindowedDataFrame:
         [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of its result; the
         output is the key columns followed by the aggregates.
 
+        ``Mean`` below is the example class of [`AggregateFunction`][fullwindow.AggregateFunction].
+
         Examples:
             >>> w = df.keyBy("k").fullWindowPartition()
             >>> sorted(w.aggregate(F.sum("v").alias("total")).collect())
             [Row(k=0, total=4), Row(k=1, total=7), Row(k=2, total=10)]
-            >>> class Mean(AggregateFunction):
-            ...     def create_accumulator(self): return (0, 0)
-            ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
-            ...     def get_result(self, acc): return (acc[0] / acc[1],)
-            ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
             >>> sorted(w.aggregate(Mean(), "mean double").collect())
             [Row(k=0, mean=2.0), Row(k=1, mean=3.5), Row(k=2, mean=5.0)]
         """

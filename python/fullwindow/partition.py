@@ -134,15 +134,12 @@ class PartitionWindowedDataFrame:
         or with a Python [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of
         its result.
 
+        ``Mean`` below is the example class of [`AggregateFunction`][fullwindow.AggregateFunction].
+
         Examples:
             >>> w = df.fullWindowPartition()
             >>> sorted(w.aggregate(F.sum("v").alias("total"), F.count("*").alias("n")).collect())
             [Row(total=6, n=3), Row(total=15, n=3)]
-            >>> class Mean(AggregateFunction):
-            ...     def create_accumulator(self): return (0, 0)
-            ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
-            ...     def get_result(self, acc): return (acc[0] / acc[1],)
-            ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
             >>> sorted(w.aggregate(Mean(), "mean double").collect())
             [Row(mean=2.0), Row(mean=5.0)]
         """
