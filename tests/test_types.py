@@ -66,3 +66,32 @@ def test_without_the_plugin_mypy_sees_a_column_lookup(tmp_path):
     out = mypy("--config-file", os.devnull, "--cache-dir", str(tmp_path / "cache"), "job.py",
                cwd=str(tmp_path))
     assert 'job.py:3: error: "Column" not callable' in out.stdout, out.stdout
+
+
+def test_the_documentation_examples_type_check(tmp_path):
+    """Every run python block of docs/*.md, as a user's program, passes mypy with the plugin:
+    the annotations fit the way the documentation uses the API. Each page becomes one module
+    whose line numbers are the page's."""
+    from test_docs import pages, python_blocks
+
+    checked = []
+    for page in pages():
+        with open(os.path.join(ROOT, "docs", page), encoding="utf-8") as f:
+            text = f.read()
+        blocks = [(line, code) for line, code, run in python_blocks(text) if run]
+        if not blocks:
+            continue
+        lines = [""] * (len(text.splitlines()) + 1)
+        lines[0] = "from pyspark.sql import SparkSession; spark: SparkSession"  # predefined
+        for line, code in blocks:
+            for i, source in enumerate(code.splitlines()):
+                lines[line - 1 + i] = source
+        name = "docs_" + page[:-3].replace("-", "_") + ".py"
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        checked.append(name)
+    (tmp_path / "mypy.ini").write_text("[mypy]\nplugins = fullwindow.mypy_plugin\n"
+                                       "[mypy-pyarrow.*]\nignore_missing_imports = True\n")
+    out = mypy("--config-file", "mypy.ini", "--cache-dir", str(tmp_path / "cache"), *checked,
+               cwd=str(tmp_path))
+    assert len(checked) >= 8
+    assert out.returncode == 0, out.stdout + out.stderr
