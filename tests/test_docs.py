@@ -57,9 +57,9 @@ def python_blocks(text: str) -> list[tuple[int, str, bool]]:
     return blocks
 
 
-def run_page(name: str, spark) -> int:
+def run_page(name: str, spark, directory: str = DOCS) -> int:
     """Runs the page's blocks in one fresh namespace; returns how many ran."""
-    path = os.path.join(DOCS, name)
+    path = os.path.join(directory, name)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     # a name no module has: cloudpickle then ships the page's functions and classes by value
@@ -83,6 +83,18 @@ def run_page(name: str, spark) -> int:
 def test_blocks_are_found():
     text = "x\n<!-- no-run -->\n\n```python\na = 1\n```\n```python\nb = 2\n```\n```text\nc\n```\n"
     assert python_blocks(text) == [(5, "a = 1", False), (8, "b = 2", True)]
+
+
+def test_a_failing_block_names_its_page_and_line(tmp_path, spark):
+    (tmp_path / "page.md").write_text(
+        "# A page\n\n```python\nn = spark.range(3).count()\n```\n\nText.\n\n"
+        "<!-- no-run -->\n```python\nraise SystemExit('not run')\n```\n\n"
+        "```python\nassert n == 3\nassert n == 4, 'the doc lies'\n```\n")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run_page("page.md", spark, str(tmp_path))
+    message = str(failed.value)
+    assert "docs/page.md: the python block at line 15 failed" in message
+    assert 'File "docs/page.md", line 16' in message and "the doc lies" in message
 
 
 @pytest.mark.parametrize("page", pages())
