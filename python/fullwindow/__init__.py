@@ -1,11 +1,15 @@
 """fullwindow: Flink-style full-window (bounded) processing for Spark DataFrames.
 
->>> import fullwindow
->>> spark = fullwindow.session(master="local[2]")
->>> df = spark.range(10).selectExpr("id % 3 AS k", "id AS v").repartition(2)
->>> df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
+```python
+import fullwindow
 
-Importing the package adds ``DataFrame.fullWindowPartition`` and ``DataFrame.keyBy``.
+spark = fullwindow.session(master="local[2]")
+df = spark.range(0, 12, 1, numPartitions=3).selectExpr("id % 3 AS k", "id AS v")
+df.fullWindowPartition().sortPartition("v", fullwindow.Order.DESCENDING).show()
+```
+
+Importing the package adds ``DataFrame.fullWindowPartition`` and ``DataFrame.keyBy`` (see
+``fullwindow.dataframe``).
 """
 from __future__ import annotations
 
@@ -39,24 +43,6 @@ __all__ = [
 ]
 
 
-def _full_window_partition(self: DataFrame) -> PartitionWindowedDataFrame:
-    """One full window per partition of this DataFrame (no exchange; partition count kept).
+from fullwindow.dataframe import install as _install  # noqa: E402
 
-    >>> df.fullWindowPartition().sortPartition(0).show()
-    """
-    return PartitionWindowedDataFrame(self)
-
-
-DataFrame.fullWindowPartition = _full_window_partition  # type: ignore[attr-defined]
-
-
-def _key_by(self: DataFrame, *cols: str) -> KeyedDataFrame:
-    """This DataFrame keyed by top-level columns (Flink's ``KeyedStream``): keyed operations
-    see it hash-partitioned by the key, one window per key.
-
-    >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
-    """
-    return key_by(self, *cols)
-
-
-DataFrame.keyBy = _key_by  # type: ignore[attr-defined]
+_install()  # DataFrame.fullWindowPartition and DataFrame.keyBy (fullwindow.dataframe)

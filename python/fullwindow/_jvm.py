@@ -191,8 +191,11 @@ def operator_metrics(df: DataFrame) -> dict[str, int]:
     """SQL metrics of the full-window operators in the plan ``df`` last executed, as
     ``{"FullWindowSortPartition.spillSize": 1234, ...}``. Run an action on ``df`` first.
 
-    >>> out = df.fullWindowPartition().sortPartition("v"); out.collect()
-    >>> fullwindow.operator_metrics(out)["FullWindowSortPartition.numOutputRows"]
+    Examples:
+        >>> out = df.fullWindowPartition().sortPartition("v")
+        >>> _ = out.collect()
+        >>> fullwindow.operator_metrics(out)["FullWindowSortPartition.numOutputRows"]
+        6
     """
     from fullwindow._backend import backend
 

@@ -4,7 +4,7 @@ import enum
 
 
 class Order(enum.Enum):
-    """Sort direction for :meth:`PartitionWindowedDataFrame.sortPartition`.
+    """Sort direction for [`sortPartition`][fullwindow.PartitionWindowedDataFrame.sortPartition].
 
     Nulls follow Spark's defaults: first when ascending, last when descending. For another
     placement pass a ``Column`` key such as ``F.col("v").asc_nulls_last()``.

@@ -28,13 +28,17 @@ def configure(builder: SparkSession.Builder,
     set), and makes Python workers run the driver's interpreter. ``conf`` entries are applied
     last, so they win.
 
-    >>> spark = fullwindow.configure(SparkSession.builder.master("local[2]")).getOrCreate()
-
     On a Spark Connect builder (``SparkSession.builder.remote(...)``): for ``local[...]``, which
     starts a Connect server in this process, the same settings plus fullwindow's relation
     plugin (``spark.connect.extensions.relation.classes``) go to that server; a remote server
     (``sc://host:port``) is configured where it is started, so only ``conf`` is applied (the
     first fullwindow call on a server without fullwindow says what to add).
+
+    Examples:
+        ```python
+        builder = SparkSession.builder.master("local[2]").appName("nightly")
+        spark = fullwindow.configure(builder, conf={"spark.sql.shuffle.partitions": 8}).getOrCreate()
+        ```
     """
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
@@ -84,8 +88,15 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     server carrying the jar, the extension and fullwindow's relation plugin;
     ``remote="sc://host:15002"`` connects to a server started with them (see the README).
 
-    >>> spark = fullwindow.session(master="local[2]", conf={"spark.sql.shuffle.partitions": 4})
-    >>> spark = fullwindow.session(remote="local[2]")          # Spark Connect
+    Puts the jar on the driver and executor class paths, registers the extension, makes Python
+    workers run this interpreter, and applies ``conf``. An already running session without the
+    extension cannot be given it: stop it first.
+
+    Examples:
+        ```python
+        spark = fullwindow.session(master="local[2]", conf={"spark.sql.shuffle.partitions": 4})
+        spark = fullwindow.session(remote="local[2]")          # Spark Connect
+        ```
     """
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"session: conf must be a mapping of config keys to values, got {conf!r}")

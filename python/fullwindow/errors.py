@@ -1,6 +1,6 @@
 """Exceptions raised by fullwindow.
 
-Every error of fullwindow's own derives from :class:`FullWindowError`; errors about an argument
+Every error of fullwindow's own derives from [`FullWindowError`][fullwindow.errors.FullWindowError]; errors about an argument
 also derive from the built-in ``TypeError`` or ``ValueError`` so that ordinary ``except`` clauses
 keep working.
 """

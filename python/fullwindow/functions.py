@@ -20,12 +20,14 @@ class AggregateFunction(Generic[ACC]):
     part of the protocol for functions written for Flink; a full window hands all its records to
     one call, so fullwindow never needs to merge partial accumulators.
 
-    >>> class Mean(AggregateFunction):
-    ...     def create_accumulator(self): return (0, 0)
-    ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
-    ...     def get_result(self, acc): return (acc[0] / acc[1],)
-    ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
-    >>> df.fullWindowPartition().aggregate(Mean(), "mean double").show()
+    Examples:
+        >>> class Mean(AggregateFunction):
+        ...     def create_accumulator(self): return (0, 0)
+        ...     def add(self, row, acc): return (acc[0] + row.v, acc[1] + 1)
+        ...     def get_result(self, acc): return (acc[0] / acc[1],)
+        ...     def merge(self, a, b): return (a[0] + b[0], a[1] + b[1])
+        >>> sorted(df.fullWindowPartition().aggregate(Mean(), "mean double").collect())
+        [Row(mean=2.0), Row(mean=5.0)]
     """
 
     def create_accumulator(self) -> ACC:
@@ -67,7 +69,13 @@ END_OF_STREAM_WINDOW = TimeWindow(MIN_TIMESTAMP, MAX_TIMESTAMP)
 
 class EndOfStreamWindows:
     """The window assigner that puts all records of a key (or partition) in one window that
-    fires at end of input (FLIP-331). Use ``EndOfStreamWindows.get()``."""
+    fires at end of input (FLIP-331). Use ``EndOfStreamWindows.get()``.
+
+    Examples:
+        >>> window = df.keyBy("k").window(EndOfStreamWindows.get())
+        >>> sorted(window.aggregate(F.max("v").alias("top")).collect())
+        [Row(k=0, top=3), Row(k=1, top=5), Row(k=2, top=6)]
+    """
 
     _instance: Optional["EndOfStreamWindows"] = None
 
@@ -89,11 +97,18 @@ class ProcessWindowFunction:
     (tuples, Rows or dicts). ``key`` is ``None`` for non-keyed windows. Timers registered
     through ``ctx`` call ``on_timer(timestamp, ctx)``, which may return rows too.
 
-    >>> class Summary(ProcessWindowFunction):
-    ...     def process(self, key, ctx, rows):
-    ...         n = sum(1 for _ in rows)
-    ...         yield (ctx.partition_id, n, ctx.firing_info.value)
-    >>> df.fullWindowPartition().process(Summary(), "pid int, n long, why string")
+    Examples:
+        >>> class Summary(ProcessWindowFunction):
+        ...     def process(self, key, ctx, rows):
+        ...         n = sum(1 for _ in rows)
+        ...         ctx.register_event_time_timer(ctx.window().max_timestamp)
+        ...         yield (ctx.partition_id, n, ctx.firing_info.value)
+        ...     def on_timer(self, timestamp, ctx):
+        ...         return [(ctx.partition_id, 0, "timer")]
+        >>> out = df.fullWindowPartition().process(Summary(), "pid int, n long, why string")
+        >>> sorted(out.collect())
+        [Row(pid=0, n=0, why='timer'), Row(pid=0, n=3, why='ON_TIME'),
+         Row(pid=1, n=0, why='timer'), Row(pid=1, n=3, why='ON_TIME')]
     """
 
     def open(self, ctx: "Context") -> None:  # noqa: B027 - optional hook

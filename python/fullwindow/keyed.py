@@ -19,7 +19,7 @@ from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
-from fullwindow.functions import EndOfStreamWindows
+from fullwindow.functions import EndOfStreamWindows, ProcessWindowFunction
 from fullwindow.partition import (_PREFETCH_DEPTH, _named, _parse_schema, _require_callable,
                                   _require_methods, _time_policy)
 
@@ -103,8 +103,8 @@ def _check_assigner(operation: str, assigner: Any) -> None:
         f"window per key, fired at end of input); got {got}")
 
 
-def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner,
-                func: Any = None) -> Column:
+def _udf_column(df: DataFrame, operation: str, schema: StructType,
+                make_runner: Callable[[Any], Any], func: Any = None) -> Column:
     """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
     each task (the JVM gives it the whole input row, so its arguments are nominal)."""
     from fullwindow._worker import RowEncoder
@@ -130,13 +130,13 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 
 
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
-                  make_runner, func: Any, extra: Any = None) -> DataFrame:
+                  make_runner: Callable[[Any], Any], func: Any, extra: Any = None) -> DataFrame:
     column = _udf_column(df, f"keyed {operation}", schema, make_runner, func)
     out = backend(df).keyed_python(df, operation, keys, column)
     return _recoverable(out, f"keyed {operation}", keys, func, extra)
 
 
-def _runtime_mode(spark) -> str:
+def _runtime_mode(spark: Any) -> str:
     raw = (spark.conf.get("spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
     mode = raw.strip().upper()
     if mode not in ("BATCH", "STREAMING", "AUTOMATIC"):
@@ -153,11 +153,18 @@ class KeyedDataFrame:
     ``df.keyBy("k1", "k2")``; the key handed to functions is the value for one key column and a
     tuple for several.
 
-    >>> keyed = df.keyBy("k")
-    >>> keyed.fullWindowPartition().mapPartition(lambda key, rows: [(key, sum(1 for _ in rows))],
-    ...                                          "k long, n long")
-    >>> keyed.window(EndOfStreamWindows.get()).reduce(lambda a, b: a if a.v >= b.v else b)
-    >>> keyed.coGroup(other.keyBy("k")).window(EndOfStreamWindows.get()).apply(f, schema)
+    Examples:
+        >>> keyed = df.keyBy("k")
+        >>> keyed.keys
+        ('k',)
+        >>> def count(key, rows):
+        ...     yield (key, sum(1 for _ in rows))
+        >>> sorted(keyed.fullWindowPartition().mapPartition(count, "k long, n long").collect())
+        [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
+        >>> largest = keyed.window(EndOfStreamWindows.get()).reduce(
+        ...     lambda a, b: a if a.v >= b.v else b)
+        >>> sorted(largest.collect())
+        [Row(k=0, v=3), Row(k=1, v=5), Row(k=2, v=6)]
     """
 
     def __init__(self, df: DataFrame, keys: tuple[str, ...]):
@@ -194,7 +201,9 @@ class KeyedDataFrame:
         record, in input order within each key (the upsert stream a streaming job would emit;
         the last row of each key is the final value). Not supported on a streaming DataFrame.
 
-        >>> df.keyBy("k").reduce(lambda a, b: Row(k=a.k, v=a.v + b.v))
+        Examples:
+            >>> sorted(df.keyBy("k").reduce(lambda a, b: Row(k=a.k, v=a.v + b.v)).collect())
+            [Row(k=0, v=4), Row(k=1, v=7), Row(k=2, v=10)]
         """
         _require_callable("keyed reduce", "func", func, "a function (a: Row, b: Row) -> Row")
         df = self._df
@@ -224,7 +233,8 @@ class KeyedDataFrame:
         return CoGroupedDataFrames(self, other)
 
 
-def _running_reduce(df: DataFrame, keys: tuple[str, ...], func) -> DataFrame:
+def _running_reduce(df: DataFrame, keys: tuple[str, ...], func: Callable[[Row, Row], Any]
+                    ) -> DataFrame:
     from fullwindow import _keyed_worker
 
     in_schema = df.schema
@@ -277,7 +287,8 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- mapPartition -------------------------------------------------------------------------
 
-    def _map_partition(self, operation: str, func, schema) -> DataFrame:
+    def _map_partition(self, operation: str, func: Callable[..., Iterable[Any]],
+                       schema: Union[StructType, str]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -295,23 +306,31 @@ class KeyedPartitionWindowedDataFrame:
         (``Row``s) and returns what it yields (tuples, Rows or dicts of ``schema``). The records
         stream: a key larger than memory is fine as long as ``func`` does not keep them.
 
-        >>> def count(key, rows):
-        ...     yield (key, sum(1 for _ in rows))
-        >>> df.keyBy("k").fullWindowPartition().mapPartition(count, "k long, n long")
+        Examples:
+            >>> def count(key, rows):
+            ...     yield (key, sum(1 for _ in rows))
+            >>> out = df.keyBy("k").fullWindowPartition().mapPartition(count, "k long, n long")
+            >>> sorted(out.collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._map_partition("mapPartition", func, schema)
 
     @jvm_errors("keyed mapPartitionInArrow")
     def mapPartitionInArrow(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
                             schema: Union[StructType, str]) -> DataFrame:
-        """Like :meth:`mapPartition` with Arrow: ``func(key, batches)`` gets an iterator of
-        ``pyarrow.RecordBatch`` holding only that key's records and yields batches (or Tables)
-        of ``schema``.
+        """Like [`mapPartition`][fullwindow.KeyedPartitionWindowedDataFrame.mapPartition] with
+        Arrow: ``func(key, batches)`` gets an iterator of ``pyarrow.RecordBatch`` holding only
+        that key's records and yields batches (or Tables) of ``schema``.
 
-        >>> def total(key, batches):
-        ...     s = sum(pc.sum(b["v"]).as_py() or 0 for b in batches)
-        ...     yield pa.RecordBatch.from_pylist([{"k": key, "total": s}])
-        >>> df.keyBy("k").fullWindowPartition().mapPartitionInArrow(total, "k long, total long")
+        Examples:
+            >>> import pyarrow as pa
+            >>> import pyarrow.compute as pc
+            >>> def total(key, batches):
+            ...     s = sum(pc.sum(b["v"]).as_py() or 0 for b in batches)
+            ...     yield pa.RecordBatch.from_pylist([{"k": key, "total": s}])
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.mapPartitionInArrow(total, "k long, total long").collect())
+            [Row(k=0, total=4), Row(k=1, total=7), Row(k=2, total=10)]
         """
         from fullwindow import _keyed_worker
 
@@ -364,7 +383,10 @@ class KeyedPartitionWindowedDataFrame:
         within each key, with Spark's spilling sorter. ``key`` and ``order`` take every form the
         non-keyed ``sortPartition`` takes (index, name, Column, key selector, list of pairs).
 
-        >>> df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
+        Examples:
+            >>> out = df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING)
+            >>> [tuple(r) for r in sorted(out.collect(), key=lambda r: r.k)]  # a stable sort
+            [(0, 3), (0, 1), (1, 5), (1, 2), (2, 6), (2, 4)]
         """
         df = self._df
         be = backend(df)
@@ -382,7 +404,8 @@ class KeyedPartitionWindowedDataFrame:
 
     # -- aggregate ------------------------------------------------------------------------------
 
-    def _aggregate(self, operation: str, args: tuple, schema) -> DataFrame:
+    def _aggregate(self, operation: str, args: tuple[Any, ...],
+                   schema: Union[StructType, str] | None) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -420,24 +443,28 @@ class KeyedPartitionWindowedDataFrame:
                                                                  enc, _PREFETCH_DEPTH), first)
 
     @jvm_errors("keyed aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregates each key's records into one row: the key columns, then the aggregates.
 
         With built-in aggregate ``Column``s, evaluated in the JVM (the input is hash-partitioned
-        by the key, then each partition aggregated per key; one exchange):
+        by the key, then each partition aggregated per key; one exchange), or with a Python
+        [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of its result; the
+        output is the key columns followed by the aggregates.
 
-        >>> df.keyBy("k").fullWindowPartition().aggregate(F.sum("v").alias("total"))
+        ``Mean`` below is the example class of [`AggregateFunction`][fullwindow.AggregateFunction].
 
-        With a Python :class:`AggregateFunction` and the schema of its result; the output is
-        the key columns followed by the result's fields:
-
-        >>> df.keyBy("k").fullWindowPartition().aggregate(Mean(), "mean double")  # k, mean
+        Examples:
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.aggregate(F.sum("v").alias("total")).collect())
+            [Row(k=0, total=4), Row(k=1, total=7), Row(k=2, total=10)]
+            >>> sorted(w.aggregate(Mean(), "mean double").collect())
+            [Row(k=0, mean=2.0), Row(k=1, mean=3.5), Row(k=2, mean=5.0)]
         """
         return self._aggregate("aggregate", args, schema)
 
     # -- reduce ---------------------------------------------------------------------------------
 
-    def _reduce(self, operation: str, func) -> DataFrame:
+    def _reduce(self, operation: str, func: Callable[[Row, Row], Any]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         _require_callable(f"keyed {operation}", "func", func,
@@ -452,13 +479,17 @@ class KeyedPartitionWindowedDataFrame:
         """Combines each key's records pairwise with ``func(a, b) -> Row or tuple``: one row of
         the input schema per key.
 
-        >>> df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b)
+        Examples:
+            >>> w = df.keyBy("k").fullWindowPartition()
+            >>> sorted(w.reduce(lambda a, b: a if a.v >= b.v else b).collect())
+            [Row(k=0, v=3), Row(k=1, v=5), Row(k=2, v=6)]
         """
         return self._reduce("reduce", func)
 
     # -- process --------------------------------------------------------------------------------
 
-    def _process(self, operation: str, func, schema) -> DataFrame:
+    def _process(self, operation: str, func: ProcessWindowFunction,
+                 schema: Union[StructType, str]) -> DataFrame:
         from fullwindow import _keyed_worker
 
         label = f"keyed {operation}"
@@ -473,12 +504,18 @@ class KeyedPartitionWindowedDataFrame:
                              func, policy)
 
     @jvm_errors("keyed process")
-    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
-        """Calls a :class:`ProcessWindowFunction` once per key: ``process(key, ctx, rows)`` with
-        ``ctx.key`` set, then that key's timers (end of input); ``open(ctx)`` and ``close()``
-        are called once per task.
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
+        """Calls a [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] once per key:
+        ``process(key, ctx, rows)`` with ``ctx.key`` set, then that key's timers (end of input);
+        ``open(ctx)`` and ``close()`` are called once per task.
 
-        >>> df.keyBy("k").fullWindowPartition().process(Summary(), "k long, n long")
+        Examples:
+            >>> class Count(ProcessWindowFunction):
+            ...     def process(self, key, ctx, rows):
+            ...         yield (ctx.key, sum(1 for _ in rows))
+            >>> sorted(df.keyBy("k").fullWindowPartition().process(Count(), "k long, n long")
+            ...        .collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._process("process", func, schema)
 
@@ -500,7 +537,12 @@ class KeyedWindowedDataFrame:
               schema: Union[StructType, str]) -> DataFrame:
         """``func(key, rows)`` once per key, streaming (as keyed ``mapPartition``).
 
-        >>> df.keyBy("k").window(EndOfStreamWindows.get()).apply(count, "k long, n long")
+        Examples:
+            >>> def count(key, rows):
+            ...     yield (key, sum(1 for _ in rows))
+            >>> window = df.keyBy("k").window(EndOfStreamWindows.get())
+            >>> sorted(window.apply(count, "k long, n long").collect())
+            [Row(k=0, n=2), Row(k=1, n=2), Row(k=2, n=2)]
         """
         return self._window._map_partition("apply", func, schema)
 
@@ -515,12 +557,13 @@ class KeyedWindowedDataFrame:
         return self._window._map_partition_in_pandas("applyInPandas", func, schema)
 
     @jvm_errors("keyed process")
-    def process(self, func, schema: Union[StructType, str]) -> DataFrame:
-        """A :class:`ProcessWindowFunction` once per key (as keyed ``process``)."""
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
+        """A [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] once per key (as keyed
+        ``process``)."""
         return self._window._process("process", func, schema)
 
     @jvm_errors("keyed aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregate Columns (JVM) or an AggregateFunction and a schema, per key: the key
         columns, then the aggregates (as keyed ``aggregate``)."""
         return self._window._aggregate("aggregate", args, schema)
@@ -572,13 +615,20 @@ class CoGroupedWindowedDataFrames:
         Put the larger side on the left and read it first, or read only one side, and memory
         stays bounded whatever the size of a key. Each iterator can be read once.
 
-        >>> def join(key, left, right):
-        ...     names = [r.name for r in left]
-        ...     for r in right:
-        ...         for n in names:
-        ...             yield (key, n, r.amount)
-        >>> (users.keyBy("id").coGroup(orders.keyBy("user_id"))
-        ...       .window(EndOfStreamWindows.get()).apply(join, "id long, name string, amount double"))
+        Examples:
+            >>> users = spark.createDataFrame([(1, "ann"), (2, "bob")], "id long, name string")
+            >>> orders = spark.createDataFrame([(1, 9.5), (1, 3.0), (3, 1.0)],
+            ...                                "user_id long, amount double")
+            >>> def join(key, left, right):
+            ...     names = [r.name for r in left]
+            ...     for r in right:
+            ...         for n in names:
+            ...             yield (key, n, r.amount)
+            >>> out = (users.keyBy("id").coGroup(orders.keyBy("user_id"))
+            ...        .window(EndOfStreamWindows.get())
+            ...        .apply(join, "id long, name string, amount double"))
+            >>> sorted(out.collect())
+            [Row(id=1, name='ann', amount=3.0), Row(id=1, name='ann', amount=9.5)]
         """
         from fullwindow import _keyed_worker
 
@@ -636,5 +686,5 @@ class CoGroupedWindowedDataFrames:
 
 
 def key_by(df: DataFrame, *cols: Any) -> KeyedDataFrame:
-    """``df.keyBy(*cols)``: see :class:`KeyedDataFrame`."""
+    """``df.keyBy(*cols)`` as a function: see [`KeyedDataFrame`][fullwindow.KeyedDataFrame]."""
     return KeyedDataFrame(df, validate_keys("keyBy", df, cols))

@@ -13,7 +13,7 @@ from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
 if TYPE_CHECKING:
-    from fullwindow.functions import TimePolicy
+    from fullwindow.functions import ProcessWindowFunction, TimePolicy
 
 
 class PartitionWindowedDataFrame:
@@ -47,9 +47,21 @@ class PartitionWindowedDataFrame:
         first when ascending and last when descending. A key selector's result type is inferred
         from the first row unless ``key_type`` is given.
 
-        >>> df.fullWindowPartition().sortPartition("v").show()
-        >>> df.fullWindowPartition().sortPartition([("a", Order.ASCENDING), ("b", Order.DESCENDING)])
-        >>> df.fullWindowPartition().sortPartition(lambda r: r.name.lower())
+        Examples:
+            Each partition is sorted on its own (here ``df`` has two partitions):
+
+            >>> out = df.fullWindowPartition().sortPartition("v", Order.DESCENDING)
+            >>> out.rdd.glom().map(lambda rows: [r.v for r in rows]).collect()
+            [[3, 2, 1], [6, 5, 4]]
+
+            Several keys, and a key selector, on one partition:
+
+            >>> one = df.coalesce(1).fullWindowPartition()
+            >>> pairs = [("k", Order.ASCENDING), ("v", Order.DESCENDING)]
+            >>> [tuple(r) for r in one.sortPartition(pairs).collect()]
+            [(0, 3), (0, 1), (1, 5), (1, 2), (2, 6), (2, 4)]
+            >>> [r.v for r in one.sortPartition(lambda r: (r.v % 3, r.v)).collect()]
+            [3, 6, 1, 4, 2, 5]
         """
         df = self._df
         be = backend(df)
@@ -69,9 +81,13 @@ class PartitionWindowedDataFrame:
         while the partition is still being read, through a bounded queue, so memory stays
         bounded however large the partition.
 
-        >>> def top3(rows):
-        ...     return sorted(((r.k, r.v) for r in rows), key=lambda t: -t[1])[:3]
-        >>> df.fullWindowPartition().mapPartition(top3, "k long, v long").show()
+        Examples:
+            >>> def top(rows):
+            ...     best = max(rows, key=lambda r: r.v, default=None)
+            ...     if best is not None:
+            ...         yield (best.k, best.v)
+            >>> sorted(df.fullWindowPartition().mapPartition(top, "k long, v long").collect())
+            [Row(k=0, v=3), Row(k=2, v=6)]
         """
         from fullwindow import _worker
 
@@ -83,14 +99,21 @@ class PartitionWindowedDataFrame:
             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH), func)
 
     @jvm_errors("mapPartitionInArrow")
-    def mapPartitionInArrow(self, func, schema) -> DataFrame:
-        """Like :meth:`mapPartition` with ``Iterator[pyarrow.RecordBatch]`` in and out: ``func``
-        is called once per partition and may yield any number of batches of ``schema``.
+    def mapPartitionInArrow(self, func: Callable[[Iterator[Any]], Iterable[Any]],
+                            schema: Union[StructType, str]) -> DataFrame:
+        """Like [`mapPartition`][fullwindow.PartitionWindowedDataFrame.mapPartition] with
+        ``Iterator[pyarrow.RecordBatch]`` in and out: ``func`` is called once per partition and
+        may yield any number of batches of ``schema``.
 
-        >>> def double(batches):
-        ...     for b in batches:
-        ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
-        >>> df.fullWindowPartition().mapPartitionInArrow(double, "v2 long").show()
+        Examples:
+            >>> import pyarrow as pa
+            >>> import pyarrow.compute as pc
+            >>> def double(batches):
+            ...     for b in batches:
+            ...         yield pa.RecordBatch.from_arrays([pc.multiply(b["v"], 2)], ["v2"])
+            >>> out = df.fullWindowPartition().mapPartitionInArrow(double, "v2 long")
+            >>> sorted(r.v2 for r in out.collect())
+            [2, 4, 6, 8, 10, 12]
         """
         from fullwindow import _worker
 
@@ -128,17 +151,22 @@ class PartitionWindowedDataFrame:
                                                         options), func)
 
     @jvm_errors("aggregate")
-    def aggregate(self, *args: Any, schema=None) -> DataFrame:
+    def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregates each partition into one row (partitions without records give none); no
         exchange.
 
-        With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code:
+        With built-in aggregate ``Column``s, evaluated in the JVM by Spark's aggregation code,
+        or with a Python [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of
+        its result.
 
-        >>> df.fullWindowPartition().aggregate(F.sum("v"), F.count("*").alias("n")).show()
+        ``Mean`` below is the example class of [`AggregateFunction`][fullwindow.AggregateFunction].
 
-        With a Python :class:`AggregateFunction` and the schema of its result:
-
-        >>> df.fullWindowPartition().aggregate(Mean(), "mean double").show()
+        Examples:
+            >>> w = df.fullWindowPartition()
+            >>> sorted(w.aggregate(F.sum("v").alias("total"), F.count("*").alias("n")).collect())
+            [Row(total=6, n=3), Row(total=15, n=3)]
+            >>> sorted(w.aggregate(Mean(), "mean double").collect())
+            [Row(mean=2.0), Row(mean=5.0)]
         """
         from pyspark.sql import Column
 
@@ -177,7 +205,9 @@ class PartitionWindowedDataFrame:
         """Combines the records of each partition pairwise with ``func(a, b) -> Row or tuple``:
         one row of the input schema per non-empty partition.
 
-        >>> df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).show()
+        Examples:
+            >>> sorted(df.fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).collect())
+            [Row(k=0, v=3), Row(k=2, v=6)]
         """
         from fullwindow import _worker
 
@@ -188,11 +218,18 @@ class PartitionWindowedDataFrame:
             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH), func)
 
     @jvm_errors("process")
-    def process(self, func, schema) -> DataFrame:
-        """Calls a :class:`ProcessWindowFunction` on each non-empty partition's window:
-        ``open(ctx)``, ``process(None, ctx, rows)``, timers at end of input, ``close()``.
+    def process(self, func: ProcessWindowFunction, schema: Union[StructType, str]) -> DataFrame:
+        """Calls a [`ProcessWindowFunction`][fullwindow.ProcessWindowFunction] on each
+        non-empty partition's window: ``open(ctx)``, ``process(None, ctx, rows)``, timers at end
+        of input, ``close()``.
 
-        >>> df.fullWindowPartition().process(Summary(), "pid int, n long, why string").show()
+        Examples:
+            >>> class Summary(ProcessWindowFunction):
+            ...     def process(self, key, ctx, rows):
+            ...         yield (ctx.partition_id, sum(1 for _ in rows), ctx.firing_info.name)
+            >>> sorted(df.fullWindowPartition().process(Summary(), "pid int, n long, why string")
+            ...        .collect())
+            [Row(pid=0, n=3, why='ON_TIME'), Row(pid=1, n=3, why='ON_TIME')]
         """
         from fullwindow import _worker
 
@@ -235,7 +272,8 @@ def _require_callable(operation: str, argument: str, value: Any, expected: str) 
         raise FullWindowTypeError(f"{operation}: {argument} must be {expected}; got {got}")
 
 
-def _require_methods(operation: str, argument: str, value: Any, methods: tuple, expected: str):
+def _require_methods(operation: str, argument: str, value: Any, methods: tuple[str, ...],
+                     expected: str) -> None:
     if value is None:
         raise FullWindowTypeError(f"{operation}: {argument} must be {expected}; got None")
     missing = [m for m in methods if not callable(getattr(value, m, None))]
@@ -249,7 +287,7 @@ _ALLOW = ("ALLOW", "IGNORE", "FAIL")
 _END_OF_INPUT = ("FIRE_AND_QUIESCE", "IGNORE")
 
 
-def _time_policy(spark) -> "TimePolicy":
+def _time_policy(spark: Any) -> "TimePolicy":
     """The processing-time policy in force (FLIP-134), read when the operation is defined."""
     from fullwindow.functions import TimePolicy
 
@@ -275,7 +313,8 @@ def _recoverable(out: DataFrame, operation: str, func: Any = None, extra: Any = 
     return commit_operation(out, operation, func, extra)
 
 
-def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: Any = None,
+def _python_partition(df: DataFrame, operation: str, schema: StructType,
+                      make_runner: Callable[[Any], Any], func: Any = None,
                       extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""

@@ -3,7 +3,7 @@
 Turned on with ``spark.fullwindow.recovery.enabled=true``, ``spark.fullwindow.recovery.dir`` and
 ``spark.fullwindow.recovery.jobId``. Each full-window operation (non-keyed, keyed, coGroup, and the
 SQL hint forms, which a JVM rule wraps using the state this runtime hands to the JVM: call
-:func:`start` before a job's first hinted query if no DataFrame operation came first) then commits
+``start`` before a job's first hinted query if no DataFrame operation came first) then commits
 every partition of its output under ``<dir>/<jobId>/operators/<fingerprint>/``, and a
 listener records job events (vertex initialized, task finished, vertex reset) in a durable event
 store under ``<dir>/<jobId>/events/``. When the same program is started again with the same job id,
@@ -19,11 +19,13 @@ loses its lease or its directory cancels its Spark jobs and raises :class:`Recov
 or :class:`RecoveryConflictError`. :func:`status` and :func:`verify` (and ``python -m
 fullwindow.recovery``) show what a job directory holds.
 
->>> spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
-...                                   "spark.fullwindow.recovery.dir": "/data/fw-recovery",
-...                                   "spark.fullwindow.recovery.jobId": "nightly-2024-06-01"})
->>> ...                                 # the job; re-run it unchanged after a crash
->>> fullwindow.recovery.cleanup(spark)  # once its results are safe: delete the job's directory
+```python
+spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
+                                 "spark.fullwindow.recovery.dir": "/data/fw-recovery",
+                                 "spark.fullwindow.recovery.jobId": "nightly-2024-06-01"})
+...                                 # the job; re-run it unchanged after a crash
+fullwindow.recovery.cleanup(spark)  # once its results are safe: delete the job's directory
+```
 """
 from __future__ import annotations
 

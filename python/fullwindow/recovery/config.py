@@ -46,7 +46,7 @@ def _enabled(raw: Any) -> bool:
 
 def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[RecoverySettings]:
     """The recovery settings read through ``get`` (None when recovery is off), checked: recovery
-    enabled without a directory or a job id is a :class:`ConfigurationError`, whose message
+    enabled without a directory or a job id is a ``ConfigurationError``, whose message
     starts with ``where`` (what was being done when the settings were read)."""
     from fullwindow.recovery.eventstore import _parse_duration, _parse_size
 

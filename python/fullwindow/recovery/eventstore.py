@@ -141,9 +141,14 @@ def _parse_duration(value: Any, key: str) -> float:
 class EventStore:
     """Appends events durably to a new segment under ``directory``; see the module docstring.
 
-    >>> store = EventStore("/tmp/job/events", write_buffer_size=1 << 20, flush_interval=1.0)
-    >>> store.append({"type": "vertexInitialized", ...}); store.close()
-    >>> EventStore.read_all("/tmp/job/events")
+    Examples:
+        >>> import tempfile
+        >>> events = tempfile.mkdtemp()
+        >>> store = EventStore(events, write_buffer_size=1 << 20, flush_interval=1.0)
+        >>> store.append({"type": "vertexInitialized", "fingerprint": "f1"})
+        >>> store.close()
+        >>> EventStore.read_all(events)
+        [{'fingerprint': 'f1', 'type': 'vertexInitialized'}]
     """
 
     def __init__(self, directory: str, write_buffer_size: int = 1 << 20,
@@ -276,7 +281,7 @@ class EventStore:
     @staticmethod
     def read_all(directory: str, fs: Any = None, warn: bool = True) -> List[Dict[str, Any]]:
         """Every intact event of every segment, oldest segment first, in append order. Damaged
-        stretches are skipped with an :class:`EventStoreWarning` (and a log warning)."""
+        stretches are skipped with an ``EventStoreWarning`` (and a log warning)."""
         out: List[Dict[str, Any]] = []
         for _, events in EventStore.read_segments(directory, fs, warn):
             out.extend(events)
