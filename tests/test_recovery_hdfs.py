@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 
 import pytest
@@ -162,3 +163,78 @@ def test_torn_tail_left_by_a_killed_writer(hdfs, files, spark):
         got = EventStore.read_all(events_dir)
     assert [e["i"] for e in got] == [0, 1, 2, 3, 4]
 
+
+
+# ---- a standalone cluster committing to HDFS --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster():
+    from cluster import StandaloneCluster
+
+    c = StandaloneCluster(workers=2, cores=1, memory="1g")
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def test_cluster_resumes_from_hdfs_through_an_executor_kill(tmp_path, hdfs, files, cluster):
+    """Two one-core workers; executors commit to HDFS and the driver verifies from it. The
+    driver is killed with some partitions committed; in the resumed run an executor is killed
+    while it runs a task: that partition is retried elsewhere, and the output is still exact."""
+    from collections import Counter
+
+    from test_recovery_cluster import (PARTS, Driver, N, ROWS, expected_rows, is_gone, log_tail,
+                                       wait_for)
+
+    d = Driver(tmp_path, cluster, "hdfs-cluster")
+    d.dir = f"{hdfs.uri}/fw-cluster-{uuid.uuid4().hex[:8]}"
+    try:
+        p1 = d.start("r1", slow=1.0)
+        wait_for(p1, "2 to 5 partitions committed",
+                 lambda: 2 <= len({e["partition"] for e in d.finished()}) <= 5, 240,
+                 d.log_path("r1"))
+        d.kill(p1)
+        time.sleep(0.5)
+        done = {e["partition"] for e in d.finished()}
+        assert 2 <= len(done) < N - 2, sorted(done)
+        assert all(e["path"].startswith(hdfs.uri) and files.exists(e["path"])
+                   for e in d.finished())
+
+        p2 = d.start("r2", slow=3.0)
+
+        def running_on_two_executors():
+            ended = {m["tid"] for m in d.markers("E", "r2")}
+            running = [m for m in d.markers("S", "r2") if m["tid"] not in ended]
+            return running if len({m["pid"] for m in running}) >= 2 else None
+
+        running = wait_for(p2, "tasks of the resumed run on two executors",
+                           running_on_two_executors, 180, d.log_path("r2"))
+        victim = max(running, key=lambda m: m["mtime"])
+        lost, pid = victim["partition"], victim["pid"]
+        assert pid in cluster.executor_pids()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while not is_gone(pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert is_gone(pid)
+        rc = p2.wait(timeout=300)
+        assert rc == 0 and "JOB DONE" in d.log("r2"), log_tail(d.log_path("r2"))
+    finally:
+        d.kill_all()
+
+    assert d.output() == expected_rows()
+    s2 = d.markers("S", "r2")
+    # only the partitions not committed before the driver died ran again; the one whose executor
+    # was killed ran twice (its first attempt died with the executor), on another JVM the second time
+    assert sorted(set(m["partition"] for m in s2)) == sorted(PARTS - done)
+    attempts = [m for m in s2 if m["partition"] == lost]
+    assert len(attempts) >= 2 and any(m["pid"] != pid for m in attempts), attempts
+    events = d.events()
+    finished = [e for e in events if e["type"] == "taskFinished"]
+    assert Counter(e["partition"] for e in finished) == Counter(PARTS), finished
+    assert sum(e["rows"] for e in finished) == N * ROWS
+    assert all(e["path"].startswith(hdfs.uri) for e in finished)
+    inits = [e for e in events if e["type"] == "vertexInitialized"]
+    assert [e["recovered"] for e in inits] == [0, len(done)], inits
