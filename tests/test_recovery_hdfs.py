@@ -1,0 +1,240 @@
+"""Recovery with its directory on a real HDFS (tests/hdfs.py starts one as its own process): the
+driver of tests/recovery_job.py is SIGKILLed midway and resumed, committed files are lost or
+damaged, the event store is torn by a killed writer; results must equal an uninterrupted run's
+and only the work that was not durably committed may run again."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from hdfs import HadoopFiles, MiniHDFS
+from helpers import ROOT, kill_when, record_offsets
+from test_recovery_crash import PARTS, Job
+
+
+@pytest.fixture(scope="module")
+def hdfs():
+    cluster = MiniHDFS().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def files(spark, hdfs):
+    return HadoopFiles(spark)
+
+
+class HdfsJob(Job):
+    """The crash tests' job with its recovery directory on HDFS (output and markers stay local)."""
+
+    def __init__(self, base, name: str, hdfs_uri: str):
+        super().__init__(base, name)
+        self.dir = f"{hdfs_uri}/fw-recovery-{uuid.uuid4().hex[:8]}"
+
+    def job_dir(self) -> str:
+        return f"{self.dir}/{self.name}"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
+    job.run("r1")
+    rows = job.output()
+    assert len(rows) == 13 and sum(r[1] for r in rows) == 4000
+    return rows
+
+
+def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark):
+    job = HdfsJob(tmp_path, "midway", hdfs.uri)
+    p = job.start("r1", slow=1.5)
+    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    a, b = job.fingerprints()
+    done_b = job.finished(b)
+    assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
+    # the committed outputs and B's committed shuffle input are on HDFS (copied there by the
+    # executors: no hard links across file systems)
+    outputs = [e["path"] for e in job.events() if e["type"] == "taskFinished"
+               and e["fingerprint"] == b]
+    assert outputs and all(path.startswith(hdfs.uri) and files.exists(path) for path in outputs)
+    committed_input = files.listdir(f"{job.job_dir()}/operators/{b}/input0")
+    assert any(n.endswith(".data") for n in committed_input), committed_input
+    assert any(n.endswith(".index") for n in committed_input), committed_input
+
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("A", "r2") == []  # A wholly recovered from HDFS: nothing upstream of it ran
+    assert job.ran("B", "r2") == sorted(PARTS - done_b)
+    # B's shuffle input was read back from HDFS, not shuffled again: its vertex was
+    # initialized by the first run only
+    inputs = [e for e in job.events()
+              if e["type"] == "vertexInitialized" and e["operator"] == "shuffle input"]
+    assert [e["fingerprint"] for e in inputs] == [f"{b}/input0"]
+
+
+def test_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs, files, spark):
+    job = HdfsJob(tmp_path, "damage", hdfs.uri)
+    job.run("r1")
+    a, b = job.fingerprints()
+
+    def output_of(partition: int) -> str:
+        return [e for e in job.events() if e["type"] == "taskFinished"
+                and e["fingerprint"] == b and e["partition"] == partition][-1]["path"]
+
+    files.delete(output_of(2))
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("A", "r2") == [] and job.ran("B", "r2") == [2]
+    assert any(e["type"] == "vertexReset" and e["partitions"] == [2] for e in job.events())
+
+    victim = output_of(1)
+    data = bytearray(files.read(victim))
+    data[len(data) // 2] ^= 0xFF
+    files.write(victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [1]
+
+
+def test_corrupt_record_in_an_hdfs_segment(tmp_path, reference, hdfs, files, spark):
+    from fullwindow.recovery.eventstore import decode_records
+
+    job = HdfsJob(tmp_path, "corrupt", hdfs.uri)
+    job.run("r1")
+    a, b = job.fingerprints()
+    [segment] = [n for n in files.listdir(f"{job.job_dir()}/events") if n.startswith("segment-")]
+    path = f"{job.job_dir()}/events/{segment}"
+    data = files.read(path)
+    events, problems = decode_records(data)
+    assert not problems
+    first_b = min(i for i, e in enumerate(events) if e["type"] == "taskFinished"
+                  and e["fingerprint"] == b)
+    lost = events[first_b]["partition"]
+    damaged = bytearray(data)
+    damaged[record_offsets(data)[first_b] + 20] ^= 0xFF
+    files.write(path, bytes(damaged))
+    job.run("r2")
+    assert job.output() == reference
+    # the corrupt record alone was skipped: only its partition ran again
+    assert job.ran("B", "r2") == [lost] and job.ran("A", "r2") == []
+
+
+_TORN_WRITER = """
+import os, signal, sys
+sys.path.insert(0, {python!r})
+import fullwindow
+from fullwindow.recovery._fs import filesystem
+from fullwindow.recovery.eventstore import encode_record
+
+spark = fullwindow.session(master="local[1]", conf={{"spark.ui.enabled": "false"}})
+fs = filesystem({path!r}, spark)
+out = fs.create({path!r})
+for i in range(5):
+    out.write(encode_record({{"type": "probe", "i": i}}))
+record = encode_record({{"type": "probe", "i": 5}})
+out.write(record[: len(record) // 2])   # the writer dies inside a record
+out.sync()                               # hflush + hsync: readers see these bytes
+print("SYNCED", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)    # never closed: HDFS keeps the file under lease
+"""
+
+
+def test_torn_tail_left_by_a_killed_writer(hdfs, files, spark):
+    """A writer killed with a half-written record in an unclosed HDFS file: reading the segment
+    back (while HDFS still holds the dead writer's lease on it) gives every whole record and skips
+    only the torn one, with a warning."""
+    from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+
+    events_dir = f"{hdfs.uri}/fw-torn-{uuid.uuid4().hex[:8]}/events"
+    path = f"{events_dir}/segment-00000000000001-0001.log"
+    code = _TORN_WRITER.format(python=os.path.join(ROOT, "python"), path=path)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == -signal.SIGKILL and "SYNCED" in p.stdout, p.stderr[-3000:]
+    with pytest.warns(EventStoreWarning):
+        got = EventStore.read_all(events_dir)
+    assert [e["i"] for e in got] == [0, 1, 2, 3, 4]
+
+
+
+# ---- a standalone cluster committing to HDFS --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster():
+    from cluster import StandaloneCluster
+
+    c = StandaloneCluster(workers=2, cores=1, memory="1g")
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def test_cluster_resumes_from_hdfs_through_an_executor_kill(tmp_path, hdfs, files, cluster):
+    """Two one-core workers; executors commit to HDFS and the driver verifies from it. The
+    driver is killed with some partitions committed; in the resumed run an executor is killed
+    while it runs a task: that partition is retried elsewhere, and the output is still exact."""
+    from collections import Counter
+
+    from test_recovery_cluster import (PARTS, Driver, N, ROWS, expected_rows, is_gone, log_tail,
+                                       wait_for)
+
+    d = Driver(tmp_path, cluster, "hdfs-cluster")
+    d.dir = f"{hdfs.uri}/fw-cluster-{uuid.uuid4().hex[:8]}"
+    try:
+        p1 = d.start("r1", slow=1.0)
+        wait_for(p1, "2 to 5 partitions committed",
+                 lambda: 2 <= len({e["partition"] for e in d.finished()}) <= 5, 240,
+                 d.log_path("r1"))
+        d.kill(p1)
+        time.sleep(0.5)
+        done = {e["partition"] for e in d.finished()}
+        assert 2 <= len(done) < N - 2, sorted(done)
+        assert all(e["path"].startswith(hdfs.uri) and files.exists(e["path"])
+                   for e in d.finished())
+
+        p2 = d.start("r2", slow=3.0)
+
+        def running_on_two_executors():
+            ended = {m["tid"] for m in d.markers("E", "r2")}
+            running = [m for m in d.markers("S", "r2") if m["tid"] not in ended]
+            return running if len({m["pid"] for m in running}) >= 2 else None
+
+        running = wait_for(p2, "tasks of the resumed run on two executors",
+                           running_on_two_executors, 180, d.log_path("r2"))
+        victim = max(running, key=lambda m: m["mtime"])
+        lost, pid = victim["partition"], victim["pid"]
+        assert pid in cluster.executor_pids()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while not is_gone(pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert is_gone(pid)
+        rc = p2.wait(timeout=300)
+        assert rc == 0 and "JOB DONE" in d.log("r2"), log_tail(d.log_path("r2"))
+    finally:
+        d.kill_all()
+
+    assert d.output() == expected_rows()
+    s2 = d.markers("S", "r2")
+    # only the partitions not committed before the driver died ran again; the one whose executor
+    # was killed ran twice (its first attempt died with the executor), on another JVM the second time
+    assert sorted(set(m["partition"] for m in s2)) == sorted(PARTS - done)
+    attempts = [m for m in s2 if m["partition"] == lost]
+    assert len(attempts) >= 2 and any(m["pid"] != pid for m in attempts), attempts
+    events = d.events()
+    finished = [e for e in events if e["type"] == "taskFinished"]
+    assert Counter(e["partition"] for e in finished) == Counter(PARTS), finished
+    assert sum(e["rows"] for e in finished) == N * ROWS
+    assert all(e["path"].startswith(hdfs.uri) for e in finished)
+    inits = [e for e in events if e["type"] == "vertexInitialized"]
+    assert [e["recovered"] for e in inits] == [0, len(done)], inits
