@@ -43,6 +43,10 @@ class HdfsJob(Job):
     def job_dir(self) -> str:
         return f"{self.dir}/{self.name}"
 
+    def log_text(self, run: str) -> str:
+        with open(self._log(run), errors="replace") as f:
+            return f.read()[-4000:]
+
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
@@ -238,3 +242,73 @@ def test_cluster_resumes_from_hdfs_through_an_executor_kill(tmp_path, hdfs, file
     assert all(e["path"].startswith(hdfs.uri) for e in finished)
     inits = [e for e in events if e["type"] == "vertexInitialized"]
     assert [e["recovered"] for e in inits] == [0, len(done)], inits
+
+
+# ---- one driver per job id, on HDFS -----------------------------------------------------------
+
+def test_racing_leases_on_hdfs_one_wins(hdfs, spark):
+    """Eight takers race for the same free epoch on HDFS: its create-if-absent lets one win."""
+    import threading
+
+    from fullwindow.recovery import _fs, lease
+    from fullwindow.recovery.errors import RecoveryConflictError
+
+    fs = _fs.filesystem(hdfs.uri + "/", spark)
+    job_dir = f"{hdfs.uri}/fw-race-{uuid.uuid4().hex[:8]}/job"
+    takers = [lease.Lease(fs, job_dir, 30.0, f"app-{i}") for i in range(8)]
+    barrier = threading.Barrier(len(takers))
+    results: list = []
+
+    def take(one):
+        barrier.wait()
+        try:
+            one.acquire("race")
+            results.append(("won", one))
+        except RecoveryConflictError as err:
+            results.append(("lost", err))
+
+    threads = [threading.Thread(target=take, args=(one,)) for one in takers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    winners = [one for kind, one in results if kind == "won"]
+    assert len(results) == 8 and len(winners) == 1, results
+    holder = lease.read(fs, job_dir)
+    assert holder["live"] and holder["appId"] == winners[0].app_id and holder["epoch"] == 1
+    losers = [err for kind, err in results if kind == "lost"]
+    assert all("another driver holds job 'job'" in str(err) for err in losers), \
+        [str(err) for err in losers]
+    winners[0].release()
+    assert lease.read(fs, job_dir)["state"] == "released"
+
+
+def test_second_driver_refused_then_takes_over_a_killed_one_on_hdfs(tmp_path, reference, hdfs,
+                                                                    spark):
+    from fullwindow.recovery import _fs, lease
+
+    job = HdfsJob(tmp_path, "lease", hdfs.uri)
+    fs = _fs.filesystem(hdfs.uri + "/", spark)
+    first = job.start("r1", slow=20.0)  # killed long before it ends
+    try:
+        deadline = time.time() + 240
+        while not any(e["type"] == "taskFinished" for e in job.events()):
+            assert first.poll() is None and time.time() < deadline, job.log_text("r1")
+            time.sleep(0.5)
+        held = lease.read(fs, job.job_dir())
+        assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1
+        second = job.start("r2")
+        assert second.wait(240) != 0
+        log = job.log_text("r2")
+        assert "RecoveryConflictError" in log and "another driver holds job 'lease'" in log
+        assert f"pid {first.pid}," in log and "JOB DONE" not in log
+        assert first.poll() is None  # the first run goes on undisturbed
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(30)
+            time.sleep(0.5)
+    job.run("r3")  # the killed holder's process is gone: taken over at once
+    assert "taking over from" in job.log_text("r3")
+    assert job.output() == reference
+    assert lease.read(fs, job.job_dir())["epoch"] == 2
