@@ -16,7 +16,8 @@ import pytest
 
 from hdfs import HadoopFiles, MiniHDFS
 from helpers import ROOT, kill_when, record_offsets
-from test_recovery_crash import PARTS, Job
+from test_recovery_cluster import cluster  # noqa: F401 - the two-worker standalone cluster fixture
+from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference: fixture
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +47,6 @@ class HdfsJob(Job):
     def log_text(self, run: str) -> str:
         with open(self._log(run), errors="replace") as f:
             return f.read()[-4000:]
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
-    job.run("r1")
-    rows = job.output()
-    assert len(rows) == 13 and sum(r[1] for r in rows) == 4000
-    return rows
 
 
 def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark):
@@ -170,18 +162,6 @@ def test_torn_tail_left_by_a_killed_writer(hdfs, files, spark):
 
 
 # ---- a standalone cluster committing to HDFS --------------------------------------------------
-
-@pytest.fixture(scope="module")
-def cluster():
-    from cluster import StandaloneCluster
-
-    c = StandaloneCluster(workers=2, cores=1, memory="1g")
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
 
 def test_cluster_resumes_from_hdfs_through_an_executor_kill(tmp_path, hdfs, files, cluster):
     """Two one-core workers; executors commit to HDFS and the driver verifies from it. The
