@@ -137,7 +137,7 @@ class ConnectBackend(_Backend):
 
         return UserDefinedFunction
 
-    def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[DataFrame] = ()):
+    def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[Any] = ()):
         """A Connect DataFrame over ``df`` whose plan is a FullWindowRelation that ``fill(rel,
         client)`` completes; analyzed at once (one round trip), so that a bad argument fails
         here with the same error as on a classic session, not at the first action."""
@@ -152,7 +152,7 @@ class ConnectBackend(_Backend):
         return out
 
     @staticmethod
-    def _expr(client, column: Column) -> bytes:
+    def _expr(client, column: Any) -> bytes:
         return column.to_plan(client).SerializeToString()
 
     def sort_partition(self, df, columns, ascending):

@@ -18,7 +18,7 @@ from pyspark.sql.types import BinaryType, DataType, StructType
 try:  # pyspark.util since 4.0
     from pyspark.util import PythonEvalType
 except ImportError:  # pragma: no cover - older lines keep it in pyspark.rdd
-    from pyspark.rdd import PythonEvalType  # type: ignore[no-redef]
+    from pyspark.rdd import PythonEvalType  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 try:  # 4.0+
     from pyspark.sql.types import VariantType
@@ -58,7 +58,8 @@ def to_arrow_schema(schema: StructType, large_var_types: bool) -> pa.Schema:
     """The Arrow schema of ``schema``, timestamps in UTC."""
     if "timezone" in _SCHEMA_PARAMS:
         return _to_arrow_schema(schema, timezone="UTC", prefers_large_types=large_var_types)
-    return _to_arrow_schema(schema, timestamp_utc=True, prefers_large_types=large_var_types)
+    return _to_arrow_schema(schema, timestamp_utc=True,  # type: ignore[call-arg,unused-ignore]
+                            prefers_large_types=large_var_types)
 
 
 def rows_to_arrow(rows: list, schema: StructType, large_var_types: bool) -> pa.Table:

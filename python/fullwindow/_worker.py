@@ -429,7 +429,8 @@ class PandasDecoder:
         if not self.names:
             return pd.DataFrame(index=pd.RangeIndex(batch.num_rows))
         series = ArrowBatchTransformer.to_pandas(
-            batch, timezone=self.options.timezone, schema=self.schema,
+            batch, timezone=self.options.timezone,  # type: ignore[arg-type,unused-ignore]
+            schema=self.schema,
             prefer_int_ext_dtype=self.options.prefer_int_ext)
         frame = pd.concat(series, axis=1, copy=False)
         frame.columns = self.names  # the schema's names, duplicates included

@@ -343,7 +343,8 @@ class KeyedPartitionWindowedDataFrame:
                              lambda enc: _keyed_worker.map_partition_in_arrow(
                                  func, in_schema, key_idx, enc, _PREFETCH_DEPTH), func)
 
-    def _map_partition_in_pandas(self, operation: str, func, schema) -> DataFrame:
+    def _map_partition_in_pandas(self, operation: str, func: Callable[..., Any],
+                                 schema: Union[StructType, str]) -> DataFrame:
         from fullwindow import _keyed_worker
         from fullwindow._worker import PandasOptions
 
@@ -367,10 +368,15 @@ class KeyedPartitionWindowedDataFrame:
         key's value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
         larger than memory goes through as long as ``func`` does not keep its frames.
 
-        >>> def total(key, frames):
-        ...     s = sum(pdf["v"].sum() for pdf in frames)
-        ...     yield pd.DataFrame({"k": [key], "total": [s]})
-        >>> df.keyBy("k").fullWindowPartition().mapPartitionInPandas(total, "k long, total long")
+        Examples:
+            >>> import pandas as pd
+            >>> def total(key, frames):
+            ...     s = sum(int(pdf["v"].sum()) for pdf in frames)
+            ...     yield pd.DataFrame({"k": [key], "total": [s]})
+            >>> out = df.keyBy("k").fullWindowPartition().mapPartitionInPandas(
+            ...     total, "k long, total long")
+            >>> sorted(tuple(r) for r in out.collect())
+            [(0, 4), (1, 7), (2, 10)]
         """
         return self._map_partition_in_pandas("mapPartitionInPandas", func, schema)
 
@@ -552,7 +558,14 @@ class KeyedWindowedDataFrame:
         """``func(key, frames)`` once per key with the key's records streamed as pandas
         DataFrames (as keyed ``mapPartitionInPandas``).
 
-        >>> df.keyBy("k").window(EndOfStreamWindows.get()).applyInPandas(total, "k long, total long")
+        Examples:
+            >>> import pandas as pd
+            >>> def count(key, frames):
+            ...     yield pd.DataFrame({"k": [key], "n": [sum(len(pdf) for pdf in frames)]})
+            >>> out = df.keyBy("k").window(EndOfStreamWindows.get()).applyInPandas(
+            ...     count, "k long, n long")
+            >>> sorted(tuple(r) for r in out.collect())
+            [(0, 2), (1, 2), (2, 2)]
         """
         return self._window._map_partition_in_pandas("applyInPandas", func, schema)
 
@@ -647,12 +660,19 @@ class CoGroupedWindowedDataFrames:
         DataFrames of ``schema``. The memory bound is :meth:`apply`'s: read the left frames
         before the right ones (or only one side) and no key is held whole.
 
-        >>> def pay(key, orders, payments):
-        ...     due = sum(o["amount"].sum() for o in orders)
-        ...     paid = sum(p["amount"].sum() for p in payments)
-        ...     yield pd.DataFrame({"order_id": [key], "open": [due - paid]})
-        >>> (orders.keyBy("order_id").coGroup(payments.keyBy("order_id"))
-        ...        .window(EndOfStreamWindows.get()).applyInPandas(pay, "order_id long, open double"))
+        Examples:
+            >>> import pandas as pd
+            >>> orders = spark.createDataFrame([(1, 10.0), (2, 5.0)], "order_id long, amount double")
+            >>> payments = spark.createDataFrame([(1, 4.0), (1, 6.0), (3, 1.0)],
+            ...                                  "order_id long, amount double")
+            >>> def pay(key, orders, payments):
+            ...     due = sum(float(o["amount"].sum()) for o in orders)
+            ...     paid = sum(float(p["amount"].sum()) for p in payments)
+            ...     yield pd.DataFrame({"order_id": [key], "open": [due - paid]})
+            >>> out = (orders.keyBy("order_id").coGroup(payments.keyBy("order_id"))
+            ...        .window(EndOfStreamWindows.get()).applyInPandas(pay, "order_id long, open double"))
+            >>> sorted(tuple(r) for r in out.collect())
+            [(1, 0.0), (2, 5.0), (3, -1.0)]
         """
         from fullwindow import _keyed_worker
         from fullwindow._worker import PandasOptions
@@ -666,7 +686,8 @@ class CoGroupedWindowedDataFrames:
                                                                rschema, enc, _PREFETCH_DEPTH,
                                                                options))
 
-    def _co_group(self, operation: str, func, schema, expected: str, make_runner) -> DataFrame:
+    def _co_group(self, operation: str, func: Callable[..., Any], schema: Union[StructType, str],
+                  expected: str, make_runner: Callable[..., Any]) -> DataFrame:
         """The coGroup of the two sides running ``make_runner(merged, nkeys, left schema, right
         schema)(encoder)`` in each task, as coGroup's ``operation``."""
         from fullwindow import _keyed_worker

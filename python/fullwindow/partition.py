@@ -133,10 +133,13 @@ class PartitionWindowedDataFrame:
         DataFrames of ``schema``. Values convert as in ``mapInPandas``; result columns are
         matched to ``schema`` by name (by position when the labels are not strings).
 
-        >>> def big(frames):
-        ...     for pdf in frames:
-        ...         yield pdf[pdf.v > 10][["k", "v"]]
-        >>> df.fullWindowPartition().mapPartitionInPandas(big, "k long, v long").show()
+        Examples:
+            >>> def big(frames):
+            ...     for pdf in frames:
+            ...         yield pdf.loc[pdf.v > 2, ["k", "v"]]
+            >>> out = df.fullWindowPartition().mapPartitionInPandas(big, "k long, v long")
+            >>> sorted(tuple(r) for r in out.collect())
+            [(0, 3), (1, 5), (2, 4), (2, 6)]
         """
         from fullwindow import _worker
 
@@ -332,7 +335,7 @@ def _python_partition(df: DataFrame, operation: str, schema: StructType,
     return _recoverable(out, operation, func, extra)
 
 
-def _named(runner, func: Any):
+def _named(runner: Callable[..., Any], func: Any) -> Callable[..., Any]:
     """``runner`` named after the user's function (or its class, for an AggregateFunction or
     ProcessWindowFunction), so that explain() and the Spark UI show which function runs."""
     if func is not None:

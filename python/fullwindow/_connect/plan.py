@@ -5,7 +5,7 @@ from typing import Any, Callable, Sequence
 
 from pyspark.sql.connect.plan import LogicalPlan
 
-from fullwindow._connect.connect_pb2 import FullWindowRelation
+from fullwindow._connect.connect_pb2 import FullWindowRelation  # type: ignore[attr-defined]
 
 
 class FullWindowPlan(LogicalPlan):

@@ -66,8 +66,11 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
     committed file is there with its recorded size; with ``crc=True`` (what :func:`verify` does)
     its CRC32 too. A Hadoop file system URI needs ``spark`` (or an active session).
 
-    >>> fullwindow.recovery.status("/data/fw", "nightly")["operations"][0]["committed"]
-    5
+    Examples:
+        ```python
+        st = fullwindow.recovery.status("/data/fw", "nightly")
+        print(st["lease"]["state"], [(op["operation"], op["committed"]) for op in st["operations"]])
+        ```
     """
     from fullwindow.recovery import events_dir, recovery_state
     from fullwindow.recovery.eventstore import EventStore
@@ -83,7 +86,7 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
         warnings.simplefilter("always")
         segments = EventStore.read_segments(events_dir(job_dir), fs)
     out["problems"] = [str(w.message) for w in caught]
-    events = []
+    events: List[Dict[str, Any]] = []
     for seg, evs in segments:
         run = _run_of(seg)
         events.extend(dict(e, _run=run) for e in evs)
@@ -109,7 +112,7 @@ def verify(directory: str, job_id: str, spark: Any = None) -> Dict[str, Any]:
     return status(directory, job_id, spark, crc=True)
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
