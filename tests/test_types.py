@@ -15,7 +15,8 @@ from conftest import ROOT
 PACKAGE = os.path.join(ROOT, "python", "fullwindow")
 # a user's configuration: the plugin on (the same text in every test, so they share a cache)
 USER_CONFIG = ("[mypy]\nplugins = fullwindow.mypy_plugin\n"
-               "[mypy-pyarrow.*]\nignore_missing_imports = True\n")
+               "[mypy-pyarrow.*]\nignore_missing_imports = True\n"
+               "[mypy-pandas.*]\nignore_missing_imports = True\n")
 
 
 def mypy(*args: str, cwd: str = ROOT) -> subprocess.CompletedProcess:
