@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition / keyBy)
 from fullwindow import EndOfStreamWindows, FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, run_python
+from helpers import executed_plan, num_partitions, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -56,7 +56,7 @@ def test_non_keyed_once_per_partition_including_empty(spark):
         yield pd.DataFrame({"frames": [len(frames)], "n": [sum(len(f) for f in frames)]})
 
     out = src.fullWindowPartition().mapPartitionInPandas(count, "frames long, n long")
-    assert out.rdd.getNumPartitions() == 4
+    assert num_partitions(out) == 4
     assert sorted(tuple(r) for r in out.collect()) == [(0, 0), (0, 0), (1, 3), (1, 3)]
 
 
@@ -73,8 +73,7 @@ def test_non_keyed_frames_are_arrow_batch_sized_and_results_match_map_in_pandas(
     native = df.mapInPandas(f, "name string, w long")
     assert rows(ours) == rows(native) and len(rows(ours)) == 20
     # the partitioning and the order within each partition are kept
-    assert [[tuple(r) for r in p] for p in ours.rdd.glom().collect()] == \
-        [[tuple(r) for r in p] for p in native.rdd.glom().collect()]
+    assert partitions(ours) == partitions(native)
 
 
 def test_non_keyed_plan(df):
