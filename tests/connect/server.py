@@ -27,14 +27,16 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def fullwindow_server_args() -> list[str]:
-    """The three settings that put fullwindow on a Connect server (what the README says)."""
+def fullwindow_server_args(extension: bool = True) -> list[str]:
+    """The three settings that put fullwindow on a Connect server (what the README says);
+    ``extension=False`` leaves spark.sql.extensions out (jar and plugin only)."""
     import fullwindow
     from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 
-    return ["--jars", fullwindow.jar_path(),
-            "--conf", f"spark.sql.extensions={fullwindow.EXTENSION_CLASS}",
-            "--conf", f"{PLUGIN_CONF}={PLUGIN_CLASS}"]
+    args = ["--jars", fullwindow.jar_path(), "--conf", f"{PLUGIN_CONF}={PLUGIN_CLASS}"]
+    if extension:
+        args += ["--conf", f"spark.sql.extensions={fullwindow.EXTENSION_CLASS}"]
+    return args
 
 
 class ConnectServer:
@@ -42,7 +44,8 @@ class ConnectServer:
     group is killed on exit, also after a failure."""
 
     def __init__(self, fullwindow: bool = True, conf: Mapping[str, str] | None = None,
-                 master: str = "local[2]"):
+                 master: str = "local[2]", extension: bool = True):
+        self.extension = extension
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.fullwindow, self.conf, self.master = fullwindow, dict(conf or {}), master
@@ -67,7 +70,7 @@ class ConnectServer:
         args = [os.path.join(spark_home(), "sbin", "start-connect-server.sh"),
                 "--master", self.master]
         if self.fullwindow:
-            args += fullwindow_server_args()
+            args += fullwindow_server_args(self.extension)
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
         env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",

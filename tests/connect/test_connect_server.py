@@ -74,3 +74,11 @@ def test_server_without_the_plugin_says_which_three_settings_to_add():
     assert "spark.sql.extensions=fullwindow.sql.FullWindowExtensions" in message
     assert ("spark.connect.extensions.relation.classes="
             "org.apache.spark.sql.fullwindow.connect.FullWindowRelationPlugin") in message
+
+
+def test_plugin_without_the_extension_says_so():
+    with ConnectServer(fullwindow=True, extension=False) as server:
+        kind, message = run_client(server.url)
+    assert kind == "SETUP", message
+    assert "extension is not registered with the server's session" in message
+    assert "spark.sql.extensions=fullwindow.sql.FullWindowExtensions" in message
