@@ -45,8 +45,8 @@ def lease_dir(job_dir: str) -> str:
 
 
 def _process_start(pid: int) -> Optional[str]:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), None if it does not
-    exist or it cannot be told."""
+    """The start time of process ``pid`` in clock ticks since boot (Linux); None if it does not
+    exist or has ended (a zombie), "" if it cannot be told."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
@@ -54,7 +54,10 @@ def _process_start(pid: int) -> Optional[str]:
         return None
     except OSError:
         return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
+    fields = stat.rsplit(")", 1)[-1].split()
+    if fields[0] in ("Z", "X"):  # ended, not reaped yet (a zombie keeps its /proc entry)
+        return None
+    return fields[19]
 
 
 def _gone(pid: int, recorded_start: Any) -> bool:
