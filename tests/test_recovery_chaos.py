@@ -2,7 +2,7 @@
 process group) is SIGKILLed at seeded random moments of its life (a fifth of them during JVM start
 and session set-up, the others spread over the work from the session being ready to the final
 write, scaled by an uninterrupted run's phases) and restarted after each kill until the job
-completes; then at three forced points: inside
+completes (a new job id, a new life, once all its full-window work is durable); then at three forced points: inside
 a commit rename (renames held 1.5 s by strace fault injection, killed while a complete temporary
 file waits for its rename), inside an event flush (fsyncs held the same way, killed while
 written event bytes wait for their fsync), and during the final write. After every restart:
@@ -181,7 +181,9 @@ def test_random_kills_over_a_jobs_life(tmp_path, reference):
             _kill(p)
             landed += 1
             life.killed(run, before, at, phase)
-            if landed >= KILLS:
+            # a life whose full-window work is all durable has only its final write left: it
+            # finishes, and the next kills go to a new life (its whole life open to them)
+            if landed >= KILLS or all(v == PARTS for v in life.job.durable().values()):
                 life.finish()
                 break
     kills = [k for life in lives for k in life.kills]

@@ -98,6 +98,16 @@ def test_a_holder_whose_process_is_gone_from_this_host_is_dead_at_once(tmp_path)
     taker = _lease(tmp_path)
     taker.acquire("x")
     taker.release()
+    # a process that ended but is not reaped yet (a zombie keeps its /proc entry): dead too
+    z = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while open(f"/proc/{z.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.time() < deadline
+        time.sleep(0.05)
+    _fake_holder(tmp_path, 3, renewed_ms=now, host=socket.gethostname(), pid=z.pid,
+                 timeout_ms=600_000)
+    assert lease.read(_fs.LocalFS(), os.path.join(str(tmp_path), "job"))["state"] == "dead"
+    z.wait()
     # a live process of this host with the recorded start time is live, whatever its age
     _fake_holder(tmp_path, 5, renewed_ms=now, host=socket.gethostname(), pid=os.getpid(),
                  timeout_ms=600_000)

@@ -19,7 +19,8 @@ What it assumes: the hosts' clocks agree to well under the timeout (renewal time
 with the reader's clock), and the file system gives create-if-absent and a consistent listing
 (local and HDFS do; an object store such as S3 has no atomic create-if-absent in Hadoop's API
 and would let two drivers both believe they hold the lease: put the recovery directory on HDFS
-or a shared POSIX file system).
+or a shared POSIX file system). A ``file:`` URI goes through Hadoop's local file system, whose
+create-if-absent is a check followed by a create: give a local directory as a plain path.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ def lease_dir(job_dir: str) -> str:
 
 
 def _process_start(pid: int) -> Optional[str]:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), None if it does not
-    exist or it cannot be told."""
+    """The start time of process ``pid`` in clock ticks since boot (Linux); None if it does not
+    exist or has ended (a zombie), "" if it cannot be told."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
@@ -53,7 +54,10 @@ def _process_start(pid: int) -> Optional[str]:
         return None
     except OSError:
         return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
+    fields = stat.rsplit(")", 1)[-1].split()
+    if fields[0] in ("Z", "X"):  # ended, not reaped yet (a zombie keeps its /proc entry)
+        return None
+    return fields[19]
 
 
 def _gone(pid: int, recorded_start: Any) -> bool:
@@ -181,9 +185,13 @@ class Lease:
             me = {"host": socket.gethostname(), "pid": os.getpid(),
                   "pidStart": _process_start(os.getpid()), "appId": self.app_id,
                   "started": now, "timeoutMs": self.timeout_ms}
-            if self.fs.create_with(_epoch_path(self.directory, n),
-                                   json.dumps(me, sort_keys=True).encode("utf-8")):
-                break
+            mine = _epoch_path(self.directory, n)
+            if self.fs.create_with(mine, json.dumps(me, sort_keys=True).encode("utf-8")):
+                if _epochs(self.fs, self.directory)[-1] == n:
+                    break
+                # a listing older than a later holder's (which deleted epoch n before we made
+                # it): ours is not the lease; drop it and look again
+                self.fs.delete(mine)
             # another driver took epoch n first: look again (it is live now, or died again)
         self.epoch = n
         if current is not None:
