@@ -363,7 +363,7 @@ def _not_a_frame(*args):
                       r"no column 'n' of the schema struct<k:bigint,n:bigint>; its columns are k, "
                       r"other \(unexpected: other\)"),
     (_wrong_type, r"SchemaMismatchError: {op}: partition \d+: field 'n' expects bigint, got a "
-                  r"column of dtype object \(first values \['not a number'\]\)"),
+                  r"column of dtype object \(first values \['not a number'(, 'not a number')*\]\)"),
     (_single_frame, r"FullWindowTypeError: {op}: func must return an iterator of "
                     r"pandas.DataFrame \(e.g. yield the frame\), got a single DataFrame"),
     (_not_a_frame, r"SchemaMismatchError: {op}: partition \d+: func must yield pandas.DataFrame "
