@@ -290,7 +290,7 @@ def test_sort_partition_groups_by_key_and_sorts_within(df):
     assert seen == set(range(KEYS))
     plan = executed_plan(out)
     one_exchange_by(plan, "k")
-    assert "FullWindowSortPartition [k#" in plan
+    assert "FullWindowSortPartition order=[k#" in plan
 
 
 def test_sort_partition_key_forms(df):

@@ -41,6 +41,12 @@ def small_batches(spark):
     spark.conf.unset(key)
 
 
+def rss() -> int:
+    """The resident memory of this (worker) process, in bytes."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
+
 def rows(out) -> list[tuple]:
     return sorted(tuple(r) for r in out.collect())
 
@@ -217,10 +223,6 @@ def test_keyed_heavy_key_streams_in_bounded_memory(spark):
                                          (F.col("id") % 7).cast("double").alias("x"))
 
     def watch(key, frames):
-        def rss():
-            with open("/proc/self/statm") as fh:
-                return int(fh.read().split()[1]) * 4096
-
         start = peak = rss()
         count = biggest = pieces = 0
         total = 0.0
@@ -288,10 +290,6 @@ def test_cogroup_big_key_streams_when_left_is_read_first(spark):
     b = spark.range(0, n, 1, 2).select(F.lit(7).alias("k"), (F.col("id") * 2).alias("w"))
 
     def f(key, lefts, rights):
-        def rss():
-            with open("/proc/self/statm") as fh:
-                return int(fh.read().split()[1]) * 4096
-
         start = peak = rss()
         nl = biggest = 0
         total = 0
@@ -364,7 +362,7 @@ def _not_a_frame(*args):
                       r"no column 'n' of the schema struct<k:bigint,n:bigint>; its columns are k, "
                       r"other \(unexpected: other\)"),
     (_wrong_type, r"SchemaMismatchError: {op}: partition \d+: field 'n' expects bigint, got a "
-                  r"column of dtype object \(first values \['not a number'\]\)"),
+                  r"column of dtype object \(first values \['not a number'(, 'not a number')*\]\)"),
     (_single_frame, r"FullWindowTypeError: {op}: func must return an iterator of "
                     r"pandas.DataFrame \(e.g. yield the frame\), got a single DataFrame"),
     (_not_a_frame, r"SchemaMismatchError: {op}: partition \d+: func must yield pandas.DataFrame "

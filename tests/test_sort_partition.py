@@ -147,7 +147,7 @@ def test_plan_has_no_exchange_and_names_the_step(df):
 def test_explain_shows_the_full_window_step(df, capsys):
     df.fullWindowPartition().sortPartition("b").explain()
     text = capsys.readouterr().out
-    assert "FullWindowSortPartition [b#" in text
+    assert "FullWindowSortPartition order=[b#" in text
 
 
 def test_metrics_rows_and_memory(df):

@@ -175,27 +175,21 @@ _PANDAS_SETTINGS = {**_MAP_SETTINGS,
                     "ours": "for pdf in frames: n += len(pdf); s += pdf['x'].sum()  ->  "
                             "yield pd.DataFrame({'k': [key], 'n': [n], 's': [s]})"}
 
-register(Case(
-    name="keyed_map_partition_in_pandas", group=GROUP,
-    description=f"{_PANDAS_DESC}; {MANY_KEYS:,} keys",
-    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{MANY_KEYS}",
-                                             _columns(MANY_KEYS)),
-    ours=_ours_map_pandas, native=_native_map,
-    bar=2.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartitionInPandas", native_node="FlatMapGroupsInPandas",
-    settings={**_PANDAS_SETTINGS, "keys": f"{MANY_KEYS:,} distinct, uniform"},
-))
 
-register(Case(
-    name="keyed_map_partition_in_pandas_few_keys", group=GROUP,
-    description=f"{_PANDAS_DESC}; {FEW_KEYS} large keys",
-    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{FEW_KEYS}",
-                                             _columns(FEW_KEYS)),
-    ours=_ours_map_pandas, native=_native_map,
-    bar=1.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartitionInPandas", native_node="FlatMapGroupsInPandas",
-    settings={**_PANDAS_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform"},
-))
+def _pandas_case(name: str, keys: int, bar: float) -> None:
+    register(Case(
+        name=name, group=GROUP,
+        description=f"{_PANDAS_DESC}; {keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}",
+        setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys)),
+        ours=_ours_map_pandas, native=_native_map,
+        bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
+        ours_node="FullWindowKeyedMapPartitionInPandas", native_node="FlatMapGroupsInPandas",
+        settings={**_PANDAS_SETTINGS, "keys": f"{keys:,} distinct, uniform"},
+    ))
+
+
+_pandas_case("keyed_map_partition_in_pandas", MANY_KEYS, bar=2.0)
+_pandas_case("keyed_map_partition_in_pandas_few_keys", FEW_KEYS, bar=1.0)
 
 
 # ---- coGroup vs cogroup().applyInPandas -----------------------------------------------------
