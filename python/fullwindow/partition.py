@@ -253,6 +253,15 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
                       extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""
+    column = _udf_column(df, operation, schema, make_runner)
+    out = backend(df).python_partition(df, operation, column)
+    return _recoverable(out, operation, func, extra)
+
+
+def _udf_column(df: DataFrame, operation: str, schema: StructType, make_runner) -> Any:
+    """The Python UDF of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
+    each task (the JVM gives it the whole input row, so its arguments are nominal); keyed.py
+    uses it too."""
     from fullwindow._worker import RowEncoder
 
     spark = df.sparkSession
@@ -262,9 +271,7 @@ def _python_partition(df: DataFrame, operation: str, schema, make_runner, func: 
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    column = be.udf_column(df, schema, make_runner(encoder))
-    out = be.python_partition(df, operation, column)
-    return _recoverable(out, operation, func, extra)
+    return be.udf_column(df, schema, make_runner(encoder))
 
 
 _PREFETCH_DEPTH = 2
