@@ -20,8 +20,8 @@ from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
 from fullwindow.functions import EndOfStreamWindows, ProcessWindowFunction
-from fullwindow.partition import (_PREFETCH_DEPTH, _named, _parse_schema, _require_callable,
-                                  _require_methods, _time_policy)
+from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
+                                  _require_methods, _time_policy, _udf_column)
 
 _seq_ids = itertools.count()
 
@@ -101,22 +101,6 @@ def _check_assigner(operation: str, assigner: Any) -> None:
     raise FullWindowTypeError(
         f"{operation}: full windows take the window assigner EndOfStreamWindows.get() (one "
         f"window per key, fired at end of input); got {got}")
-
-
-def _udf_column(df: DataFrame, operation: str, schema: StructType,
-                make_runner: Callable[[Any], Any], func: Any = None) -> Column:
-    """The pandas_udf of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
-    each task (the JVM gives it the whole input row, so its arguments are nominal)."""
-    from fullwindow._worker import RowEncoder
-
-    spark = df.sparkSession
-    be = backend(df)
-    be.check(df)
-    large = (spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
-        .lower() == "true"
-    batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
-    encoder = RowEncoder(operation, schema, large, batch)
-    return be.udf_column(df, schema, _named(make_runner(encoder), func))
 
 
 def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,

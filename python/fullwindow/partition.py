@@ -321,6 +321,16 @@ def _python_partition(df: DataFrame, operation: str, schema: StructType,
                       extra: Any = None) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
     partition, as the named full-window operation."""
+    column = _udf_column(df, operation, schema, make_runner, func)
+    out = backend(df).python_partition(df, operation, column)
+    return _recoverable(out, operation, func, extra)
+
+
+def _udf_column(df: DataFrame, operation: str, schema: StructType,
+                make_runner: Callable[[Any], Any], func: Any = None) -> Any:
+    """The Python UDF of eval type SQL_MAP_ARROW_ITER_UDF that runs ``make_runner(encoder)`` in
+    each task (the JVM gives it the whole input row, so its arguments are nominal), named after
+    ``func``; keyed.py uses it too."""
     from fullwindow._worker import RowEncoder
 
     spark = df.sparkSession
@@ -330,9 +340,7 @@ def _python_partition(df: DataFrame, operation: str, schema: StructType,
         .lower() == "true"
     batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
-    column = be.udf_column(df, schema, _named(make_runner(encoder), func))
-    out = be.python_partition(df, operation, column)
-    return _recoverable(out, operation, func, extra)
+    return be.udf_column(df, schema, _named(make_runner(encoder), func))
 
 
 def _named(runner: Callable[..., Any], func: Any) -> Callable[..., Any]:
