@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - a line without variants: a type no val
         """Stands for Spark's VariantType on a pyspark that has none."""
 
 __all__ = ["PythonEvalType", "VariantType", "arrow_value_converter", "enforce_schema",
+           "require_pandas_conversion",
            "rows_to_arrow", "to_arrow_schema", "to_pylist"]
 
 _CONVERTER_PARAMS = inspect.signature(_ArrowToRows._create_converter).parameters
@@ -65,6 +66,26 @@ def to_arrow_schema(schema: StructType, large_var_types: bool) -> pa.Schema:
 def rows_to_arrow(rows: list, schema: StructType, large_var_types: bool) -> pa.Table:
     """Python rows (tuples, Rows, dicts) of ``schema`` as an Arrow table, by pyspark's converter."""
     return _RowsToArrow.convert(rows, schema, large_var_types)
+
+
+def require_pandas_conversion(operation: str) -> None:
+    """The pandas forms convert through pyspark's ``ArrowBatchTransformer.to_pandas`` and
+    ``PandasToArrowConversion.convert`` (what ``applyInPandas`` uses), which pyspark has from
+    4.2 on; on a line without them a pandas form raises ``FullWindowSetupError`` at once."""
+    import pyspark.sql.conversion as conversion
+
+    if hasattr(conversion, "ArrowBatchTransformer") and hasattr(conversion,
+                                                                "PandasToArrowConversion"):
+        return
+    import pyspark
+
+    from fullwindow.errors import FullWindowSetupError
+
+    raise FullWindowSetupError(
+        f"{operation}: the pandas forms need pyspark's Arrow-to-pandas conversion "
+        f"(pyspark.sql.conversion.ArrowBatchTransformer), which pyspark {pyspark.__version__} "
+        "does not have (Spark 4.2 and later do). Use the Arrow form (mapPartitionInArrow, or "
+        "apply with pyarrow) and convert with pyarrow's to_pandas() in the function.")
 
 
 try:  # 4.2+

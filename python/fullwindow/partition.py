@@ -9,6 +9,7 @@ from pyspark.sql.types import DataType, StructType
 from fullwindow._backend import backend
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import resolve_sort_keys
+from fullwindow._compat import require_pandas_conversion
 from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
@@ -146,6 +147,7 @@ class PartitionWindowedDataFrame:
         _require_callable("mapPartitionInPandas", "func", func,
                           "a function taking an iterator of pandas.DataFrame")
         out = _parse_schema("mapPartitionInPandas", schema)
+        require_pandas_conversion("mapPartitionInPandas")
         in_schema = self._df.schema
         options = _worker.PandasOptions.of(self._df.sparkSession)
         return _python_partition(

@@ -139,3 +139,30 @@ def test_recovery_kill_and_resume(tmp_path):
     assert job.output() == reference.output()
     assert job.ran("A", "r2") == []
     assert job.ran("B", "r2") == sorted(PARTS - done_b)
+
+
+def test_pandas_forms_or_their_documented_refusal(spark, df):
+    """The pandas forms where pyspark has its Arrow-to-pandas conversion (4.2 and later); on a
+    line without it each raises FullWindowSetupError saying so, before anything runs."""
+    import pyspark.sql.conversion as conversion
+
+    def total(key, frames):
+        import pandas as pd
+
+        yield pd.DataFrame({"k": [key], "n": [sum(len(f) for f in frames)]})
+
+    calls = [
+        lambda: df.fullWindowPartition().mapPartitionInPandas(
+            lambda frames: (f[["k"]] for f in frames), "k long"),
+        lambda: df.keyBy("k").fullWindowPartition().mapPartitionInPandas(total, "k long, n long"),
+        lambda: df.keyBy("k").coGroup(df.keyBy("k")).window(EOS).applyInPandas(
+            lambda key, left, right: total(key, left), "k long, n long"),
+    ]
+    if hasattr(conversion, "ArrowBatchTransformer"):
+        assert calls[0]().count() == 60
+        assert sorted(tuple(r) for r in calls[1]().collect()) == [(k, 15) for k in range(4)]
+        assert sorted(tuple(r) for r in calls[2]().collect()) == [(k, 15) for k in range(4)]
+    else:
+        for call in calls:
+            with pytest.raises(FullWindowSetupError, match="pandas forms need pyspark's"):
+                call()
