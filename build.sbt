@@ -24,10 +24,11 @@ def lineProject(line: SparkLine): Project =
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value
-        // the Spark Connect plugin (Scala, and the Java generated from proto/): Spark 4 lines
+        // the Spark Connect plugin (Scala, and the Java generated from proto/): the 4.3 line only;
+        // its generated code needs the shaded protobuf runtime of 4.3's spark-connect jar
         val connect = Seq("scala", "java").map(root / "jvm" / "src" / "connect" / _)
         Seq(root / "jvm" / "src" / "main" / "scala") ++ shimDirs(root, line) ++
-          (if (line.major >= 4) connect.filter(_.isDirectory) else Nil)
+          (if (line.in((4, 3), (4, 3))) connect.filter(_.isDirectory) else Nil)
       },
       Compile / unmanagedResourceDirectories := Seq(
         (LocalRootProject / baseDirectory).value / "jvm" / "src" / "main" / "resources"),

@@ -58,6 +58,7 @@ def configure(builder: SparkSession.Builder,
     builder.config("spark.sql.extensions",
                    _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
     if remote is not None:
+        _require_connect_plugin(jar)
         builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
@@ -74,6 +75,21 @@ def configure(builder: SparkSession.Builder,
 
         check_free(settings, "building the fullwindow session")
     return builder
+
+
+def _require_connect_plugin(jar: str) -> None:
+    """The jar of the running Spark line must carry the Spark Connect plugin (the 4.3 line's
+    does; the others' are built without it for now)."""
+    import zipfile
+
+    entry = PLUGIN_CLASS.replace(".", "/") + ".class"
+    with zipfile.ZipFile(jar) as z:
+        if entry in z.namelist():
+            return
+    raise FullWindowSetupError(
+        f"{os.path.basename(jar)} has no Spark Connect plugin: fullwindow supports Spark "
+        "Connect clients on Spark 4.3 only so far (classic sessions work on every supported "
+        "line). Use fullwindow.session(master=...) on this Spark line.")
 
 
 def _conf_value(value: object) -> str:

@@ -166,3 +166,23 @@ def test_pandas_forms_or_their_documented_refusal(spark, df):
         for call in calls:
             with pytest.raises(FullWindowSetupError, match="pandas forms need pyspark's"):
                 call()
+
+
+def test_spark_connect_plugin_or_its_refusal():
+    """The 4.3 line's jar carries the Spark Connect plugin and configure() puts it on a local
+    Connect server; the other lines' jars are built without it, and configure() says so before
+    any server starts."""
+    import zipfile
+
+    from pyspark.sql import SparkSession
+
+    from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
+
+    with zipfile.ZipFile(fullwindow.jar_path()) as z:
+        has_plugin = PLUGIN_CLASS.replace(".", "/") + ".class" in z.namelist()
+    builder = SparkSession.builder.remote("local[2]")
+    if has_plugin:
+        assert fullwindow.configure(builder)._options[PLUGIN_CONF] == PLUGIN_CLASS
+    else:
+        with pytest.raises(FullWindowSetupError, match="has no Spark Connect plugin"):
+            fullwindow.configure(builder)
