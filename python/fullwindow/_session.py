@@ -53,12 +53,13 @@ def configure(builder: SparkSession.Builder,
             f"the fullwindow jar is missing at {jar}: the package was installed without it. "
             "Run dev/setup from the source checkout (it builds the jar with sbt), or install "
             "a built wheel.")
+    if remote is not None:
+        _require_connect_plugin(jar)  # before the builder is touched
     options = getattr(builder, "_options", {})
     builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar))
     builder.config("spark.sql.extensions",
                    _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
     if remote is not None:
-        _require_connect_plugin(jar)
         builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
