@@ -99,40 +99,13 @@ class MiniHDFS:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-class HadoopFiles:
-    """Reads and writes files on HDFS from the test process, through the JVM of a SparkSession
-    (the same FileSystem API the recovery code uses)."""
 
-    def __init__(self, spark) -> None:
-        self._jvm = spark.sparkContext._jvm
-        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
-
-    def _fs(self, path: str):
-        p = self._jvm.org.apache.hadoop.fs.Path(path)
-        return p.getFileSystem(self._conf), p
-
-    def exists(self, path: str) -> bool:
-        fs, p = self._fs(path)
-        return bool(fs.exists(p))
-
-    def listdir(self, path: str) -> list[str]:
-        fs, p = self._fs(path)
-        return sorted(str(s.getPath().getName()) for s in fs.listStatus(p)) if fs.exists(p) else []
-
-    def read(self, path: str) -> bytes:
-        from fullwindow.recovery._fs import HadoopFS
-
-        return HadoopFS(self._jvm, self._conf).read(path)
-
-    def write(self, path: str, data: bytes) -> None:
-        """Replaces ``path`` with ``data`` (a new file: HDFS files are not rewritten in place)."""
-        fs, p = self._fs(path)
-        out = fs.create(p, True)
-        try:
-            out.write(bytearray(data))
-        finally:
-            out.close()
-
-    def delete(self, path: str) -> None:
-        fs, p = self._fs(path)
-        fs.delete(p, True)
+def rewrite(fs, path: str, data: bytes) -> None:
+    """Replaces ``path`` with ``data`` through the recovery code's own Hadoop file system
+    (``fullwindow.recovery._fs.HadoopFS``): HDFS files are not rewritten in place."""
+    fs.delete(path)
+    out = fs.create(path)
+    try:
+        out.write(data)
+    finally:
+        out.close()

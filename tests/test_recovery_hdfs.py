@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from hdfs import HadoopFiles, MiniHDFS
+from hdfs import MiniHDFS, rewrite
 from helpers import ROOT, kill_when, record_offsets
 from test_recovery_cluster import cluster  # noqa: F401 - the two-worker standalone cluster fixture
 from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference: fixture
@@ -31,7 +31,10 @@ def hdfs():
 
 @pytest.fixture(scope="module")
 def files(spark, hdfs):
-    return HadoopFiles(spark)
+    """HDFS from the test process: the recovery code's own file-system wrapper."""
+    from fullwindow.recovery._fs import filesystem
+
+    return filesystem(hdfs.uri + "/", spark)
 
 
 class HdfsJob(Job):
@@ -94,7 +97,7 @@ def test_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs, files, spark)
     victim = output_of(1)
     data = bytearray(files.read(victim))
     data[len(data) // 2] ^= 0xFF
-    files.write(victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
+    rewrite(files, victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
     job.run("r3")
     assert job.output() == reference
     assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [1]
@@ -116,7 +119,7 @@ def test_corrupt_record_in_an_hdfs_segment(tmp_path, reference, hdfs, files, spa
     lost = events[first_b]["partition"]
     damaged = bytearray(data)
     damaged[record_offsets(data)[first_b] + 20] ^= 0xFF
-    files.write(path, bytes(damaged))
+    rewrite(files, path, bytes(damaged))
     job.run("r2")
     assert job.output() == reference
     # the corrupt record alone was skipped: only its partition ran again
