@@ -112,6 +112,14 @@ def _inputs(spark, rows: int, out_dir: str) -> dict[str, str]:
     return paths
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _worker(kind: str) -> int:
     """Reads one JSON command per line on stdin, answers one JSON line on stdout."""
     import fullwindow
@@ -128,7 +136,15 @@ def _worker(kind: str) -> int:
     if kind == "classic":
         spark = fullwindow.session(master="local[2]", conf=CONF, app_name="bench-classic")
     else:
-        spark = fullwindow.session(remote="local[2]", conf=CONF, app_name="bench-connect")
+        # pyspark's local Connect server listens on 15002 and its client dials 15002, so a second
+        # local Connect session on the machine (a test run, another benchmark) makes this one fail
+        # to bind. The server takes a free port here, and the client is pointed at it.
+        from pyspark.sql.connect.client.core import DefaultChannelBuilder
+
+        port = _free_port()
+        DefaultChannelBuilder.default_port = staticmethod(lambda: port)  # type: ignore[method-assign]
+        spark = fullwindow.session(remote="local[2]", app_name="bench-connect",
+                                   conf={**CONF, "spark.connect.grpc.binding.port": str(port)})
     variants: dict[str, Any] = {}
 
     def answer(obj):
