@@ -14,7 +14,6 @@ import time
 import urllib.request
 from collections import Counter
 
-
 from cluster import StandaloneCluster
 from test_recovery_cluster import Driver, is_gone, wait_for
 from test_recovery_cluster import cluster  # noqa: F401 - the module's cluster fixture
