@@ -8,6 +8,15 @@ most 3%. A kill needs processes of their own, so like ``heavy_key.py`` this runs
     .venv/bin/python -m benchmarks.recovery                      # both parts, recorded
     .venv/bin/python -m benchmarks.recovery --parts resume --resume-rounds 3 --no-record
     .venv/bin/python -m benchmarks.recovery --quick --no-record  # smoke test, tiny, ~1 minute
+    .venv/bin/python -m benchmarks.recovery --preset short --parts resume   # issue 12, item 6
+    .venv/bin/python -m benchmarks.recovery --preset short --recovery-root hdfs
+
+``--preset short`` is the short job of issue 12 (3 M rows in 8 partitions, about 25 s of process
+time on a quiet machine, killed when 4 of 8 are committed; bar 0.65×), recorded as
+``resume_short``; ``--preset long`` the 9 M-row job (``resume_long``, bar 0.6×).
+``--recovery-root hdfs`` starts a real HDFS (tests/hdfs.MiniHDFS: its own process on a free port,
+stopped afterwards, also on failure), puts the recovery directory there and records the parts as
+``<label>_hdfs`` and ``overhead_hdfs``, beside the local-directory ones.
 
 The job (the same in every run): ``rows`` records in ``partitions`` Parquet files are read and
 hash-repartitioned by ``k`` into ``partitions`` partitions (the upstream stage: scan and shuffle
