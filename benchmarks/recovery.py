@@ -8,6 +8,15 @@ most 3%. A kill needs processes of their own, so like ``heavy_key.py`` this runs
     .venv/bin/python -m benchmarks.recovery                      # both parts, recorded
     .venv/bin/python -m benchmarks.recovery --parts resume --resume-rounds 3 --no-record
     .venv/bin/python -m benchmarks.recovery --quick --no-record  # smoke test, tiny, ~1 minute
+    .venv/bin/python -m benchmarks.recovery --preset short --parts resume   # issue 12, item 6
+    .venv/bin/python -m benchmarks.recovery --preset short --recovery-root hdfs
+
+``--preset short`` is the short job of issue 12 (3 M rows in 8 partitions, about 25 s of process
+time on a quiet machine, killed when 4 of 8 are committed; bar 0.65×), recorded as
+``resume_short``; ``--preset long`` the 9 M-row job (``resume_long``, bar 0.6×).
+``--recovery-root hdfs`` starts a real HDFS (tests/hdfs.MiniHDFS: its own process on a free port,
+stopped afterwards, also on failure), puts the recovery directory there and records the parts as
+``<label>_hdfs`` and ``overhead_hdfs``, beside the local-directory ones.
 
 The job (the same in every run): ``rows`` records in ``partitions`` Parquet files are read and
 hash-repartitioned by ``k`` into ``partitions`` partitions (the upstream stage: scan and shuffle
@@ -82,6 +91,13 @@ MASK = (1 << 64) - 1
 SCHEMA = "id long, k long, score double"
 DEFAULTS = {"rows": 3_000_000, "partitions": 12, "resume_rounds": 5, "overhead_rounds": 7}
 QUICK = {"rows": 40_000, "partitions": 4, "resume_rounds": 1, "overhead_rounds": 1}
+# named job shapes of the resume part (``--preset``): each is recorded under its own label, with
+# the bar of issue 12 for that shape
+PRESETS = {
+    # "a ~25 s job (8 partitions, killed when half are committed)": issue 12, item 6
+    "short": {"label": "resume_short", "rows": 3_000_000, "partitions": 8, "bar": 0.65},
+    "long": {"label": "resume_long", "rows": 9_000_000, "partitions": 12, "bar": RESUME_BAR},
+}
 CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -89,6 +105,18 @@ CONF = {
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     **ONE_PARTITION_PER_FILE,
 }
+
+
+_FS: Any = None  # the parent's view of a recovery directory on HDFS (--recovery-root hdfs)
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def _fs_of(path: str) -> Any:
+    from fullwindow.recovery import _fs
+    return _fs.LocalFS() if _is_local(path) else _FS
 
 
 def _log(msg: str) -> None:
@@ -235,9 +263,10 @@ def _instrument() -> dict[str, _Probe]:
                                     "commit_operation", "read_events")}
     es = eventstore.EventStore
     es.append = probes["append"].wrap(es.append)
-    _fs.LocalStream.write = probes["segment_write"].wrap(_fs.LocalStream.write,
-                                                        size=lambda self, data: len(data))
-    _fs.LocalStream.sync = probes["segment_sync"].wrap(_fs.LocalStream.sync)
+    for stream in (_fs.LocalStream, _fs.HadoopStream):  # a local directory, or HDFS
+        stream.write = probes["segment_write"].wrap(stream.write,
+                                                    size=lambda self, data: len(data))
+        stream.sync = probes["segment_sync"].wrap(stream.sync)
     rec._Runtime.drain = probes["drain"].wrap(rec._Runtime.drain)
     es.read_all = staticmethod(probes["read_events"].wrap(es.read_all))
     # DataFrame methods call fullwindow.recovery.commit_operation through the package attribute
@@ -245,16 +274,37 @@ def _instrument() -> dict[str, _Probe]:
     return probes
 
 
-def _committed(job_dir: str) -> dict[str, Any]:
-    files = glob.glob(os.path.join(job_dir, "operators", "*", "part-*.rows"))
-    crcs = glob.glob(os.path.join(job_dir, "operators", "*", ".part-*.rows.crc"))
-    inputs = glob.glob(os.path.join(job_dir, "operators", "*", "input*", "map-*"))
-    events = glob.glob(os.path.join(job_dir, "events", "segment-*"))
-    return {"files": len(files), "bytes": sum(os.path.getsize(f) for f in files),
-            "input_files": len(inputs), "input_bytes": sum(os.path.getsize(f) for f in inputs),
-            "crc_files_bytes": sum(os.path.getsize(f) for f in crcs),
-            "event_segments": len(events),
-            "event_bytes": sum(os.path.getsize(f) for f in events)}
+def _listing(fs: Any, job_dir: str) -> dict[str, list[str]]:
+    """The job directory's committed partition files, their Hadoop ``.crc`` side files, the
+    committed shuffle input's files and the event segments (paths), on any file system."""
+    from fullwindow.recovery import _fs
+    out: dict[str, list[str]] = {"files": [], "crcs": [], "inputs": [], "events": []}
+    ops = _fs.join(job_dir, "operators")
+    for op in (fs.listdir(ops) if fs.exists(ops) else []):
+        for name in fs.listdir(_fs.join(ops, op)):
+            path = _fs.join(ops, op, name)
+            if name.startswith("part-") and name.endswith(".rows"):
+                out["files"].append(path)
+            elif name.startswith(".part-") and name.endswith(".rows.crc"):
+                out["crcs"].append(path)
+            elif name.startswith("input"):
+                out["inputs"] += [_fs.join(path, m) for m in fs.listdir(path)
+                                  if m.startswith("map-")]
+    events = _fs.join(job_dir, "events")
+    out["events"] = [_fs.join(events, n) for n in (fs.listdir(events) if fs.exists(events)
+                                                   else []) if n.startswith("segment-")]
+    return out
+
+
+def _committed(fs: Any, job_dir: str) -> dict[str, Any]:
+    got = _listing(fs, job_dir)
+
+    def size(paths: list[str]) -> int:
+        return sum(fs.size(x) or 0 for x in paths)
+    return {"files": len(got["files"]), "bytes": size(got["files"]),
+            "input_files": len(got["inputs"]), "input_bytes": size(got["inputs"]),
+            "crc_files_bytes": size(got["crcs"]), "event_segments": len(got["events"]),
+            "event_bytes": size(got["events"])}
 
 
 def _child_overhead(args: argparse.Namespace) -> int:
@@ -271,7 +321,10 @@ def _child_overhead(args: argparse.Namespace) -> int:
         base = os.path.join(os.path.abspath(args.out_dir), "recovery", "overhead")
         shutil.rmtree(base, ignore_errors=True)
         os.makedirs(base)
-        rdir = os.path.join(base, "state")
+        rdir = (os.path.join(base, "state") if not args.recovery_base
+                else f"{args.recovery_base}/overhead-state")
+        from fullwindow.recovery import _fs
+        store_fs = _fs.filesystem(rdir, spark)
         res["loadavg_start"] = list(os.getloadavg())
         total = args.warmup + args.overhead_rounds
         for r in range(total):
@@ -308,8 +361,8 @@ def _child_overhead(args: argparse.Namespace) -> int:
                     run["jvm_process_cpu_s"] = cpu1[0] - cpu0[0]
                     run["python_workers_cpu_s"] = cpu1[1] - cpu0[1]
                 if variant == "on":
-                    job_dir = os.path.join(rdir, job_id)
-                    run["committed"] = _committed(job_dir)
+                    job_dir = _fs.join(rdir, job_id)
+                    run["committed"] = _committed(store_fs, job_dir)
                     evs = fullwindow.recovery.job_events(rdir, job_id)
                     run["events"] = len(evs)
                     run["task_finished_events"] = sum(e.get("type") == "taskFinished"
@@ -332,7 +385,8 @@ def _child_overhead(args: argparse.Namespace) -> int:
 def _child_cmd(args: argparse.Namespace, mode: str, child_json: str, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "benchmarks.recovery", "--child", mode, "--child-json",
             child_json, "--rows", str(args.rows), "--partitions", str(args.partitions),
-            "--out-dir", args.out_dir, *extra]
+            "--out-dir", args.out_dir, *extra,
+            *(["--recovery-base", args.recovery_base] if args.recovery_base else [])]
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -350,14 +404,16 @@ def _read_json(path: str) -> dict[str, Any]:
 
 
 def _committed_files(job_dir: str) -> int:
-    return len(glob.glob(os.path.join(job_dir, "operators", "*", "part-*.rows")))
+    if _is_local(job_dir):
+        return len(glob.glob(os.path.join(job_dir, "operators", "*", "part-*.rows")))
+    return len(_listing(_FS, job_dir)["files"])
 
 
 def _events(directory: str, job_id: str) -> list[dict[str, Any]]:
-    from fullwindow.recovery import job_events
+    from fullwindow.recovery import EventStore, _fs, events_dir
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return job_events(directory, job_id)
+        return EventStore.read_all(events_dir(_fs.join(directory, job_id)), _fs_of(directory))
 
 
 def _is_input(e: dict[str, Any]) -> bool:
@@ -382,7 +438,7 @@ def _run_process(args: argparse.Namespace, label: str, job_id: str, rdir: str, o
     os.close(fd)
     cmd = _child_cmd(args, "run", cj, ["--job-id", job_id, "--recovery-dir", rdir,
                                        "--output", output] + (["--machine"] if machine else []))
-    job_dir = os.path.join(rdir, job_id)
+    job_dir = f"{rdir}/{job_id}"
     t0 = time.time()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
@@ -432,14 +488,15 @@ def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
     kill_at = math.ceil(args.partitions / 2)
     rounds = []
     part: dict[str, Any] = {"kill_at_committed": kill_at, "loadavg_start": list(os.getloadavg()),
-                            "rounds": rounds}
+                            "rounds": rounds, "bar": args.bar}
     for r in range(args.resume_rounds):
         order = ("U", "R") if r % 2 == 0 else ("R", "U")
         busy = _cpu_busy()
         rnd: dict[str, Any] = {"round": r, "order": list(order), "background_busy": busy,
                                "loadavg": list(os.getloadavg())}
         for v in order:
-            rdir = os.path.join(base, "state")
+            rdir = (os.path.join(base, "state") if not args.recovery_base
+                    else f"{args.recovery_base}/resume-state")
             job_id = f"{v}-{r}-{uuid.uuid4().hex[:6]}"
             out = os.path.join(base, f"out-{v}")
             if v == "U":
@@ -476,7 +533,7 @@ def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
                      f"input read back: {s.get('input_read_back')}"
                      + (f", job {s['job_s']:.1f} s, process {s['process_s']:.1f} s"
                         if s.get("job_s") else ""))
-            shutil.rmtree(os.path.join(base, "state", job_id), ignore_errors=True)
+            _fs_of(rdir).delete(f"{rdir}/{job_id}")
         rounds.append(rnd)
     part["loadavg_end"] = list(os.getloadavg())
     return summarize_resume(part)
@@ -515,7 +572,8 @@ def summarize_resume(part: dict[str, Any]) -> dict[str, Any]:
         if cpu:
             part["cpu_ratio"] = _stats(cpu)
     part["status"] = ("INVALID" if len(ok) < len(rounds) or not ok else
-                      "PASS" if part["job_ratio"]["median"] <= RESUME_BAR else "MISS")
+                      "PASS" if part["job_ratio"]["median"] <= part.get("bar", RESUME_BAR)
+                      else "MISS")
     return part
 
 
@@ -590,8 +648,8 @@ def _part_names(record: dict[str, Any]) -> list[str]:
     (``--label``), overhead."""
     names = [k for k, v in record.items() if isinstance(v, dict) and k.startswith("resume")
              and "rounds" in v]
-    return sorted(names, key=lambda k: (k != "resume", k)) + (
-        ["overhead"] if isinstance(record.get("overhead"), dict) else [])
+    return sorted(names, key=lambda k: (k != "resume", k)) + sorted(
+        k for k, v in record.items() if k.startswith("overhead") and isinstance(v, dict))
 
 
 def _size(part: dict[str, Any], record: dict[str, Any]) -> str:
@@ -621,7 +679,9 @@ def _markdown(record: dict[str, Any]) -> str:
         f"**Recovery** (`rows` records in `partitions` Parquet files, hash-repartitioned by `k` "
         f"into `partitions` partitions, then `fullWindowPartition().mapPartition(score)` "
         f"({record.get('work', WORK)} LCG rounds per row in Python, one output row per input "
-        f"row) and a Parquet write; `local[2]`, recovery directory on the local disk; "
+        f"row) and a Parquet write; `local[2]`, recovery directory on the local disk (parts "
+        f"named `*_hdfs`: on HDFS, a NameNode and a DataNode in one process of their own on "
+        f"127.0.0.1, tests/hdfs.py); "
         f"{m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB RAM). Produced by:")
     lines.append("")
     names = _part_names(record)
@@ -639,10 +699,10 @@ def _markdown(record: dict[str, Any]) -> str:
     lines += ["", "| bar | part | measured | rounds | status |", "|---|---|---|---|---|"]
     for name in names:
         res = record[name]
-        if name == "overhead":
+        if name.startswith("overhead"):
             ov = res
             if "event_store_share" not in ov:
-                lines.append(f"| event store ≤ {OVERHEAD_BAR:.0%} | overhead | – | – | "
+                lines.append(f"| event store ≤ {OVERHEAD_BAR:.0%} | {name} | – | – | "
                              f"{ov.get('status')} |")
                 continue
             lines += [
@@ -655,7 +715,8 @@ def _markdown(record: dict[str, Any]) -> str:
             ]
             continue
         lines += [
-            f"| resumed job time ≤ {RESUME_BAR}× uninterrupted | {name} ({_size(res, record)}) | "
+            f"| resumed job time ≤ {res.get('bar', RESUME_BAR)}× uninterrupted | {name} "
+            f"({_size(res, record)}) | "
             f"{_fr(res.get('job_ratio'))} | {res.get('valid_rounds')} of {len(res['rounds'])} | "
             f"{res['status']} |",
             f"| (process time, JVM start included; not the bar) | {name} | "
@@ -665,7 +726,7 @@ def _markdown(record: dict[str, Any]) -> str:
         ]
     lines.append("")
     for name in names:
-        if name == "overhead":
+        if name.startswith("overhead"):
             continue
         res = record[name]
         nparts = res.get("partitions", record.get("partitions"))
@@ -704,60 +765,62 @@ def _markdown(record: dict[str, Any]) -> str:
                 + (" (= U)" if u.get("output") == s.get("output") else " (≠ U)")
                 + (f" | {bg:.0%} |" if bg is not None else " | ? |"))
         lines.append("")
-    ov = record.get("overhead")
-    if ov and "on_s" in ov:
-        p = ov["probes_median"]
-        c = ov["committed_median"]
-        cpu = {k: ov[f"{k}_median"] for k in ("jvm_process_cpu_s", "python_workers_cpu_s",
-                                                "driver_python_cpu_s")}
+    for name in names:
+        ov = record[name]
+        if not name.startswith("overhead") or "on_s" not in ov:
+            continue
+            p = ov["probes_median"]
+            c = ov["committed_median"]
+            cpu = {k: ov[f"{k}_median"] for k in ("jvm_process_cpu_s", "python_workers_cpu_s",
+                                                    "driver_python_cpu_s")}
 
-        def fc(d):
-            return "–" if d is None else f"{d:.2f} s"
-        lines += [
-            "Overhead rounds (one session; recovery off vs on with a fresh job id per run, "
-            f"{ov.get('warmup', 1)} warm-up pair then {ov['on_s']['n']} timed pairs, alternating "
-            "which goes first; \"on\" includes `recovery.flush`):", "",
-            "| variant | time median [min–max] | JVM process CPU | Python workers CPU | driver "
-            "Python CPU |", "|---|---|---|---|---|",
-            f"| recovery off | {_fr(ov['off_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['off'])} "
-            f"| {fc(cpu['python_workers_cpu_s']['off'])} | "
-            f"{fc(cpu['driver_python_cpu_s']['off'])} |",
-            f"| recovery on | {_fr(ov['on_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['on'])} | "
-            f"{fc(cpu['python_workers_cpu_s']['on'])} | {fc(cpu['driver_python_cpu_s']['on'])} |",
-            "",
-            "Job CPU (driver JVM + Python workers + driver Python, summed per run), median: "
-            + _cpu_line(ov) + ".",
-            "",
-            "Per-round on/off ratios (run order): "
-            + " ".join(f"{b['time_s'] / a['time_s']:.3f}" for a, b in zip(
-                [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "off"],
-                [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "on"])) + ".",
-            "",
-            "What recovery on wrote per run (medians): "
-            f"{c['files']:.0f} committed partition files, {_fmt_bytes(c['bytes'])} "
-            f"(+ {_fmt_bytes(c['crc_files_bytes'])} of Hadoop `.crc` side files); "
-            + (f"committed shuffle input {c['input_files']:.0f} files (data and index of each "
-               f"map output, hard links to Spark's shuffle files), {_fmt_bytes(c['input_bytes'])}; "
-               if "input_files" in c else "") +
-            f"{ov['events_median']:.0f} job events in {c['event_segments']:.0f} segment, "
-            f"{_fmt_bytes(c['event_bytes'])}.",
-            "",
-            "Event store work in the driver per run (medians; measured by wrapping the store's "
-            "functions from the benchmark): "
-            f"`append` {p['append']['calls']:.0f} calls, {p['append']['cpu_s'] * 1e3:.2f} ms "
-            f"CPU; segment writes {p['segment_write']['calls']:.0f}, "
-            f"{_fmt_bytes(p['segment_write']['bytes'])}, {p['segment_write']['wall_s'] * 1e3:.2f} "
-            f"ms; fsyncs {p['segment_sync']['calls']:.0f}, {p['segment_sync']['wall_s'] * 1e3:.1f} "
-            f"ms wall, {p['segment_sync']['cpu_s'] * 1e3:.2f} ms CPU; listener drains "
-            f"{p['drain']['calls']:.0f} calls, {p['drain']['cpu_s'] * 1e3:.1f} ms CPU, "
-            f"{p['drain']['wall_s'] * 1e3:.0f} ms wall (recovery off, after the first on run: "
-            f"{ov['probes_median']['drain_off']['calls']:.0f} calls, "
-            f"{ov['probes_median']['drain_off']['cpu_s'] * 1e3:.1f} ms CPU); reading the job's "
-            f"events at definition {p['read_events']['wall_s'] * 1e3:.1f} ms; "
-            f"`commit_operation` (fingerprint, verify, plan) {p['commit_operation']['wall_s']:.3f} s "
-            "wall.",
-            "",
-        ]
+            def fc(d):
+                return "–" if d is None else f"{d:.2f} s"
+            lines += [
+                f"Overhead rounds, {name} (one session; recovery off vs on with a fresh job id per run, "
+                f"{ov.get('warmup', 1)} warm-up pair then {ov['on_s']['n']} timed pairs, alternating "
+                "which goes first; \"on\" includes `recovery.flush`):", "",
+                "| variant | time median [min–max] | JVM process CPU | Python workers CPU | driver "
+                "Python CPU |", "|---|---|---|---|---|",
+                f"| recovery off | {_fr(ov['off_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['off'])} "
+                f"| {fc(cpu['python_workers_cpu_s']['off'])} | "
+                f"{fc(cpu['driver_python_cpu_s']['off'])} |",
+                f"| recovery on | {_fr(ov['on_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['on'])} | "
+                f"{fc(cpu['python_workers_cpu_s']['on'])} | {fc(cpu['driver_python_cpu_s']['on'])} |",
+                "",
+                "Job CPU (driver JVM + Python workers + driver Python, summed per run), median: "
+                + _cpu_line(ov) + ".",
+                "",
+                "Per-round on/off ratios (run order): "
+                + " ".join(f"{b['time_s'] / a['time_s']:.3f}" for a, b in zip(
+                    [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "off"],
+                    [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "on"])) + ".",
+                "",
+                "What recovery on wrote per run (medians): "
+                f"{c['files']:.0f} committed partition files, {_fmt_bytes(c['bytes'])} "
+                f"(+ {_fmt_bytes(c['crc_files_bytes'])} of Hadoop `.crc` side files); "
+                + (f"committed shuffle input {c['input_files']:.0f} files (data and index of each "
+                   f"map output, hard links to Spark's shuffle files), {_fmt_bytes(c['input_bytes'])}; "
+                   if "input_files" in c else "") +
+                f"{ov['events_median']:.0f} job events in {c['event_segments']:.0f} segment, "
+                f"{_fmt_bytes(c['event_bytes'])}.",
+                "",
+                "Event store work in the driver per run (medians; measured by wrapping the store's "
+                "functions from the benchmark): "
+                f"`append` {p['append']['calls']:.0f} calls, {p['append']['cpu_s'] * 1e3:.2f} ms "
+                f"CPU; segment writes {p['segment_write']['calls']:.0f}, "
+                f"{_fmt_bytes(p['segment_write']['bytes'])}, {p['segment_write']['wall_s'] * 1e3:.2f} "
+                f"ms; fsyncs {p['segment_sync']['calls']:.0f}, {p['segment_sync']['wall_s'] * 1e3:.1f} "
+                f"ms wall, {p['segment_sync']['cpu_s'] * 1e3:.2f} ms CPU; listener drains "
+                f"{p['drain']['calls']:.0f} calls, {p['drain']['cpu_s'] * 1e3:.1f} ms CPU, "
+                f"{p['drain']['wall_s'] * 1e3:.0f} ms wall (recovery off, after the first on run: "
+                f"{ov['probes_median']['drain_off']['calls']:.0f} calls, "
+                f"{ov['probes_median']['drain_off']['cpu_s'] * 1e3:.1f} ms CPU); reading the job's "
+                f"events at definition {p['read_events']['wall_s'] * 1e3:.1f} ms; "
+                f"`commit_operation` (fingerprint, verify, plan) {p['commit_operation']['wall_s']:.3f} s "
+                "wall.",
+                "",
+            ]
     lines.append(END)
     return "\n".join(lines)
 
@@ -778,9 +841,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overhead-rounds", type=int)
     p.add_argument("--warmup", type=int, default=1, help="overhead warm-up pairs (default 1)")
     p.add_argument("--parts", default="resume,overhead")
-    p.add_argument("--label", default="resume",
-                   help="name the resume part is recorded under (e.g. resume_long for another "
-                        "job size; parts of other names are kept)")
+    p.add_argument("--label",
+                   help="name the resume part is recorded under (default resume; e.g. "
+                        "resume_long for another job size; parts of other names are kept)")
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a named job shape of the resume part, recorded under its own label: "
+                        + "; ".join(f"{k}: {v['rows']:,} rows, {v['partitions']} partitions, "
+                                    f"label {v['label']}, bar {v['bar']}x"
+                                    for k, v in PRESETS.items())
+                        + " (--rows/--partitions/--label override it)")
+    p.add_argument("--recovery-root", choices=("local", "hdfs"), default="local",
+                   help="where the recovery directory is: the local disk (default) or a real "
+                        "HDFS started for the run (tests/hdfs.MiniHDFS, a free port, stopped "
+                        "afterwards); parts are recorded under <label>_hdfs and overhead_hdfs")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per process")
     p.add_argument("--quick", action="store_true", help="smoke test: tiny, one round each")
     p.add_argument("--out-dir", default=DEFAULT_OUT)
@@ -793,10 +866,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--child-json", help=argparse.SUPPRESS)
     p.add_argument("--job-id", help=argparse.SUPPRESS)
     p.add_argument("--recovery-dir", help=argparse.SUPPRESS)
+    p.add_argument("--recovery-base", help=argparse.SUPPRESS)
     p.add_argument("--output", help=argparse.SUPPRESS)
     p.add_argument("--machine", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.bar = RESUME_BAR
+    shape = PRESETS.get(args.preset or "", {})
+    for k, v in shape.items():
+        if getattr(args, k, None) is None or k == "bar":
+            setattr(args, k, v)
+    if args.label is None:
+        args.label = "resume"
     preset = QUICK if args.quick else DEFAULTS
     for k, v in preset.items():
         if getattr(args, k) is None:
@@ -834,9 +915,51 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.label.startswith("resume"):
         p.error("--label must start with 'resume'")
+    hdfs = None
+    overhead_name = "overhead"
+    if args.recovery_root == "hdfs":
+        args.label += "_hdfs"
+        overhead_name = "overhead_hdfs"
+        hdfs, spark = _start_hdfs(args)
+    try:
+        _run_parts(args, parts, record, stamp, overhead_name)
+    finally:
+        if hdfs is not None:
+            spark.stop()
+            hdfs.stop()
+    return _finish(args, record)
+
+
+def _start_hdfs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """A real HDFS (tests/hdfs.py: its own process on a free port) for the recovery directory,
+    and a small Spark session in this process to look into it (the kill point)."""
+    global _FS
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from hdfs import MiniHDFS
+    from pyspark.sql import SparkSession
+
+    from fullwindow.recovery import _fs
+    hdfs = MiniHDFS().start()
+    try:
+        spark = (SparkSession.builder.master("local[1]").appName("recovery benchmark: HDFS view")
+                 .config("spark.ui.enabled", "false").config("spark.driver.memory", "512m")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        args.recovery_base = f"{hdfs.uri}/fw-bench"
+        _FS = _fs.filesystem(args.recovery_base, spark)
+        _log(f"recovery directory on HDFS: {args.recovery_base}")
+        return hdfs, spark
+    except BaseException:
+        hdfs.stop()
+        raise
+
+
+def _run_parts(args: argparse.Namespace, parts: list[str], record: dict[str, Any], stamp: Any,
+               overhead_name: str) -> None:
+    root = {"recovery_root": args.recovery_root}
     if "resume" in parts:
         load0 = list(os.getloadavg())
-        record[args.label] = _resume_part(args)
+        record[args.label] = {**_resume_part(args), **root}
         stamp(record[args.label], load0)
         first_u = next((x["U"] for x in record[args.label]["rounds"] if x.get("U", {}).get(
             "machine")), None)
@@ -844,10 +967,13 @@ def main(argv: list[str] | None = None) -> int:
             record["machine"] = record[args.label]["machine"] = first_u.pop("machine")
     if "overhead" in parts:
         load0 = list(os.getloadavg())
-        record["overhead"] = _overhead_part(args)
-        stamp(record["overhead"], load0)
-        if "machine" in record["overhead"]:
-            record.setdefault("machine", record["overhead"]["machine"])
+        record[overhead_name] = {**_overhead_part(args), **root}
+        stamp(record[overhead_name], load0)
+        if "machine" in record[overhead_name]:
+            record.setdefault("machine", record[overhead_name]["machine"])
+
+
+def _finish(args: argparse.Namespace, record: dict[str, Any]) -> int:
     record["loadavg"]["end"] = list(os.getloadavg())
     # a part not run now keeps its last recorded result (same job size only), like results.json
     if not args.no_record and os.path.exists(JSON_PATH):

@@ -73,13 +73,15 @@ def _session_of(source: DataFrame | SparkSession | None) -> SparkSession:
     return spark
 
 
-def facade(source: DataFrame | SparkSession | None = None) -> Any:
-    """The JVM facade object for a session (given, of a DataFrame, or the active one), checked:
-    the jar must be loadable and the extension registered with the session."""
-    spark = _session_of(source)
-    jvm = spark.sparkContext._jvm
-    if jvm is None:
-        raise FullWindowSetupError("the SparkSession has no JVM (Spark Connect?). " + _how_to_fix())
+_facade_classes: dict[int, tuple[Any, Any]] = {}
+
+
+def _facade_class(gateway: Any, jvm: Any) -> Any:
+    """The facade's JavaClass, looked up once per JVM gateway: py4j resolves a dotted name one
+    call per package, a cost every full-window operation paid again."""
+    known = _facade_classes.get(id(gateway))
+    if known is not None and known[0] is gateway:
+        return known[1]
     from py4j.java_gateway import JavaClass
 
     cls = jvm
@@ -88,7 +90,18 @@ def facade(source: DataFrame | SparkSession | None = None) -> Any:
     if not isinstance(cls, JavaClass):
         raise FullWindowSetupError(
             "the fullwindow jar is not on the driver's class path. " + _how_to_fix())
-    obj = cls
+    _facade_classes[id(gateway)] = (gateway, cls)
+    return cls
+
+
+def facade(source: DataFrame | SparkSession | None = None) -> Any:
+    """The JVM facade object for a session (given, of a DataFrame, or the active one), checked:
+    the jar must be loadable and the extension registered with the session."""
+    spark = _session_of(source)
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise FullWindowSetupError("the SparkSession has no JVM (Spark Connect?). " + _how_to_fix())
+    obj = _facade_class(spark.sparkContext._gateway, jvm)
     if not obj.extensionEnabled(spark._jsparkSession):
         raise FullWindowSetupError(
             f"the fullwindow extension is not registered with this session "

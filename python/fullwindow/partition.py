@@ -257,6 +257,11 @@ def _parse_schema(operation: str, schema: Any) -> "StructType":
     if isinstance(schema, StructType):
         return schema
     if isinstance(schema, str):
+        from fullwindow._ddl import parse_simple_schema
+
+        simple = parse_simple_schema(schema)  # the common forms without a trip to the JVM
+        if simple is not None:
+            return simple
         try:
             parsed = _parse_datatype_string(schema)
         except Exception as err:  # noqa: BLE001 - re-raised with the argument named

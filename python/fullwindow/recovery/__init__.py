@@ -307,22 +307,17 @@ class _Runtime:
 def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
     """Puts the job's recorded state into the JVM, where operations defined without a Python
     call site (the SQL hint forms) look it up; their events come back through the same queue."""
-    gateway = spark.sparkContext._gateway
     fw.openRecoveryJob(job.job_dir)
     for fp, v in job.state.items():
         rows = []
         for p, e in sorted(v.finished.items()):
             try:
-                rows.append((p, str(e["path"]), int(e["bytes"]), int(e["checksum"])))
+                rows.append(f"{int(p)}\t{int(e['bytes'])}\t{int(e['checksum'])}\t"
+                            f"{_one_line(str(e['path']))}")
             except (KeyError, TypeError, ValueError):
                 continue
-        arrays = [gateway.new_array(t, len(rows)) for t in
-                  (gateway.jvm.int, gateway.jvm.String, gateway.jvm.long, gateway.jvm.long)]
-        for i, row in enumerate(rows):
-            for arr, value in zip(arrays, row):
-                arr[i] = value
         n = v.num_partitions if isinstance(v.num_partitions, int) else -1
-        fw.recoveryVertex(job.job_dir, fp, n, v.layout or "", *arrays)
+        fw.recoveryVertex(job.job_dir, fp, n, v.layout or "", "\n".join(rows))
 
 
 _runtime = _Runtime()
@@ -390,8 +385,10 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     verified: Dict[int, Dict[str, Any]] = {}
     damaged: List[int] = []
     if vertex is not None:
-        for p, e in sorted(vertex.finished.items()):
-            ok = _intact(fw, spark, e.get("path"), e.get("bytes"), e.get("checksum"))
+        finished = sorted(vertex.finished.items())
+        intact = _intact_all(fw, spark, [(e.get("path"), e.get("bytes"), e.get("checksum"))
+                                         for _, e in finished])
+        for (p, e), ok in zip(finished, intact):
             (verified.__setitem__(p, e) if ok else damaged.append(p))
     if damaged:
         log.warning("fullwindow: %s %s: the committed outputs of partitions %s are missing or "
@@ -401,37 +398,52 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
         job.store.append({"type": "vertexReset", "fingerprint": fp, "operator": operation,
                           "partitions": damaged, "reason": "committed output missing or damaged"})
     n = vertex.num_partitions if vertex is not None else None
-    gateway = spark.sparkContext._gateway
     if n is not None and n >= 0 and len(verified) == n and all(p in verified for p in range(n)):
-        jpaths = _string_array(gateway, [str(verified[p]["path"]) for p in range(n)])
+        jpaths = _string_array(fw, [str(verified[p]["path"]) for p in range(n)])
         total = sum(int(verified[p]["bytes"]) for p in range(n))
         return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
     inputs, input_files = _committed_inputs(fw, spark, job, fp, operation, vertex)
     parts = sorted(verified)
-    jparts = gateway.new_array(gateway.jvm.int, len(parts))
-    for i, p in enumerate(parts):
-        jparts[i] = p
-    jpaths = _string_array(gateway, [str(verified[p]["path"]) for p in parts])
+    jparts = fw.ints(",".join(str(int(p)) for p in parts))
+    jpaths = _string_array(fw, [str(verified[p]["path"]) for p in parts])
     layout = (vertex.layout if vertex is not None else None) or ""
     return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
-                               jparts, jpaths, _string_array(gateway, inputs),
-                               _string_array(gateway, input_files)), spark)
+                               jparts, jpaths, _string_array(fw, inputs),
+                               _string_array(fw, input_files)), spark)
 
 
-def _intact(fw: Any, spark: Any, path: Any, size: Any, crc: Any) -> bool:
-    """Whether a committed file is there with the size and CRC32 its event recorded (read on
-    the driver); a malformed event is not."""
-    try:
-        return bool(fw.verifyCommitted(spark._jsparkSession, str(path), int(size), int(crc)))
-    except (TypeError, ValueError):
-        return False
+def _intact_all(fw: Any, spark: Any, files: List["tuple[Any, Any, Any]"]) -> List[bool]:
+    """For each ``(path, size, crc)``, whether the committed file is there with the size and
+    CRC32 its event recorded; a malformed event's file is not. One call into the JVM, which
+    reads the files on the driver several at a time."""
+    lines: List[str] = []
+    where: List[int] = []
+    for i, (path, size, crc) in enumerate(files):
+        try:
+            if path is None:
+                raise TypeError(path)
+            lines.append(f"{int(size)}\t{int(crc)}\t{_one_line(str(path))}")
+            where.append(i)
+        except (TypeError, ValueError):
+            continue
+    out = [False] * len(files)
+    if lines:
+        for i, ok in zip(where, fw.verifyCommittedAll(spark._jsparkSession, "\n".join(lines))):
+            out[i] = bool(ok)
+    return out
 
 
-def _string_array(gateway: Any, items: List[str]) -> Any:
-    arr = gateway.new_array(gateway.jvm.String, len(items))
-    for i, x in enumerate(items):
-        arr[i] = x
-    return arr
+def _one_line(text: str) -> str:
+    """``text`` for a line of the newline-separated lists the JVM facade takes (``lines``)."""
+    if "\n" in text:
+        raise ValueError(f"fullwindow recovery: a path with a line break: {text!r}")
+    return text
+
+
+def _string_array(fw: Any, items: List[str]) -> Any:
+    """``items`` as a Java ``String[]``, made in one call (py4j sets array elements one call
+    each)."""
+    return fw.lines("\n".join(_one_line(x) for x in items))
 
 
 def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
@@ -453,10 +465,12 @@ def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
             continue
         n_text, _, codec = layout.partition(";")
 
-        damaged = [p for p, e in sorted(v.finished.items())
-                   if not (_intact(fw, spark, e.get("path"), e.get("bytes"), e.get("checksum"))
-                           and _intact(fw, spark, e.get("indexPath"), e.get("indexBytes"),
-                                       e.get("indexChecksum")))]
+        maps = sorted(v.finished.items())
+        intact = _intact_all(fw, spark, [f for _, e in maps for f in (
+            (e.get("path"), e.get("bytes"), e.get("checksum")),
+            (e.get("indexPath"), e.get("indexBytes"), e.get("indexChecksum")))])
+        damaged = [p for i, (p, _) in enumerate(maps)
+                   if not (intact[2 * i] and intact[2 * i + 1])]
         if damaged:
             log.warning("fullwindow: %s %s: committed shuffle input %d is missing or damaged "
                         "(map outputs %s); it is computed again", operation, fp, k, damaged)

@@ -271,12 +271,24 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   def failRecoveryJob(spark: SparkSession, jobDir: String, why: String): Unit =
     RecoveryFence.fail(spark.sparkContext, jobDir, why)
 
-  /** What earlier runs of job `jobDir` recorded for operator `fingerprint` (not verified yet). */
+  /** What earlier runs of job `jobDir` recorded for operator `fingerprint` (not verified yet):
+    * one line per finished partition, `partition TAB bytes TAB crc TAB path` (one call from
+    * Python instead of one per array element). */
   def recoveryVertex(jobDir: String, fingerprint: String, numPartitions: Int, layout: String,
-      partitions: Array[Int], paths: Array[String], bytes: Array[Long], crcs: Array[Long]): Unit =
+      finished: String): Unit =
     FullWindowRecoveryJobs.put(jobDir, fingerprint, FullWindowRecoveryJobs.Vertex(numPartitions,
-      layout, partitions.indices.map(i =>
-        partitions(i) -> FullWindowRecoveryJobs.Finished(paths(i), bytes(i), crcs(i))).toMap))
+      layout, lines(finished).map { line =>
+        val Array(p, bytes, crc, path) = line.split("\t", 4)
+        p.toInt -> FullWindowRecoveryJobs.Finished(path, bytes.toLong, crc.toLong)
+      }.toMap))
+
+  /** `text` split at newlines (none: an empty array): how Python hands over a list of strings
+    * in one call. */
+  def lines(text: String): Array[String] = if (text.isEmpty) Array.empty else text.split("\n", -1)
+
+  /** Comma-separated integers as an array (none: empty). */
+  def ints(text: String): Array[Int] =
+    if (text.isEmpty) Array.empty else text.split(",").map(_.trim.toInt)
 
   /** The committed outputs `paths` (partition order) read back in place of `df`. */
   def recoveredScan(df: Dataset[Row], fingerprint: String, operation: String, paths: Array[String],
@@ -284,10 +296,13 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     Dataset.ofRows(df.sparkSession, FullWindowRecoveredScan(fingerprint, operation, paths.toSeq,
       totalBytes, DataTypeUtils.toAttributes(df.schema)))
 
-  /** True when the committed file exists with this size and CRC32 (read on the driver). */
-  def verifyCommitted(spark: SparkSession, path: String, bytes: Long, crc: Long): Boolean =
-    try CommittedRows.verify(path, bytes, crc, spark.sparkContext.hadoopConfiguration)
-    catch { case _: java.io.IOException => false }
+  /** For each committed file, one line `bytes TAB crc TAB path`, whether it exists with that
+    * size and CRC32: read on the driver, several files at a time. */
+  def verifyCommittedAll(spark: SparkSession, files: String): Array[Boolean] =
+    CommittedRows.verifyAll(lines(files).toSeq.map { line =>
+      val Array(bytes, crc, path) = line.split("\t", 3)
+      (path, bytes.toLong, crc.toLong)
+    }, spark.sparkContext.hadoopConfiguration).toArray
 }
 
 /** Stands for a committed or recovered operation when fingerprinting a plan. */

@@ -9,6 +9,7 @@ import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.util.ThreadUtils
 
 /**
  * The file format of a committed partition: a 4-byte magic, then each row as its UnsafeRow bytes
@@ -122,6 +123,19 @@ object CommittedRows {
         row
       }
     }
+  }
+
+  /** Threads that verify committed files at once: the work is reading and checksumming files
+    * (I/O bound on remote file systems), independent per file. */
+  private val VerifyThreads = 8
+
+  /** For each file `(path, bytes, crc)`, whether it is intact (see `verify`; an I/O error is
+    * "not intact"), checked several files at a time; the answers are in the order given. */
+  def verifyAll(files: Seq[(String, Long, Long)], hadoopConf: Configuration): Seq[Boolean] = {
+    def intact(f: (String, Long, Long)): Boolean =
+      try verify(f._1, f._2, f._3, hadoopConf) catch { case _: java.io.IOException => false }
+    if (files.size <= 1) files.map(intact)
+    else ThreadUtils.parmap(files, "fullwindow-verify", math.min(files.size, VerifyThreads))(intact)
   }
 
   /** True when the file at `path` exists with exactly `bytes` bytes and CRC32 `crc`. */

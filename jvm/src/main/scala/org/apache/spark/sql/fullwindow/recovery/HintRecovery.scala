@@ -57,10 +57,11 @@ object HintRecovery extends Logging {
     val dirPath = new Path(operatorDir)
     dirPath.getFileSystem(hadoopConf).mkdirs(dirPath)
     val vertex = FullWindowRecoveryJobs.vertex(job, fp)
-    val (verified, damaged) = vertex.map(_.finished.toSeq.sortBy(_._1)).getOrElse(Nil).partition {
-      case (_, f) =>
-        try CommittedRows.verify(f.path, f.bytes, f.crc, hadoopConf)
-        catch { case _: java.io.IOException => false }
+    val finished = vertex.map(_.finished.toSeq.sortBy(_._1)).getOrElse(Nil)
+    val intact = CommittedRows.verifyAll(finished.map { case (_, f) => (f.path, f.bytes, f.crc) },
+      hadoopConf)
+    val (verified, damaged) = finished.zip(intact).partition(_._2) match {
+      case (ok, bad) => (ok.map(_._1), bad.map(_._1))
     }
     if (damaged.nonEmpty) {
       val parts = damaged.map(_._1)
