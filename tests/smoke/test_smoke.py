@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order
 from fullwindow.errors import FullWindowSetupError
-from helpers import executed_plan, kill_when, partitions
+from helpers import executed_plan, kill_when, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -191,3 +191,30 @@ def test_spark_connect_plugin_or_its_refusal():
     else:
         with pytest.raises(FullWindowSetupError, match="has no Spark Connect plugin"):
             fullwindow.configure(builder)
+
+
+def test_row_converters_need_the_connect_client_libraries_on_3_5():
+    """pyspark 3.5 keeps the Arrow/row converters in its Connect client, which imports grpc:
+    without it configure() raises FullWindowSetupError naming the spark35 extra, before any
+    JVM starts; later lines have them in pyspark.sql.conversion and need no grpc."""
+    r = run_python("""
+        import sys
+        sys.modules["grpc"] = None   # as if grpcio were not installed
+        import fullwindow
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+        try:
+            fullwindow.configure(SparkSession.builder)
+            print("CONFIGURED")
+        except fullwindow.FullWindowSetupError as e:
+            print("REFUSED", e)
+        print("JVM", SparkContext._jvm is not None)
+    """)
+    try:
+        import pyspark.sql.conversion  # noqa: F401
+    except ImportError:
+        assert "REFUSED" in r.stdout and 'pip install "fullwindow[spark35]"' in r.stdout, \
+            r.stdout + r.stderr[-2000:]
+    else:
+        assert "CONFIGURED" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "JVM False" in r.stdout
