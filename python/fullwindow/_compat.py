@@ -29,9 +29,9 @@ try:  # 4.0+
     from pyspark.sql.conversion import LocalDataToArrowConversion as _RowsToArrow
 except ImportError:  # 3.5: the same converters live in the Connect client, which needs grpcio
     try:
-        from pyspark.sql.connect.conversion import (  # type: ignore[no-redef,unused-ignore]
+        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
             ArrowTableToRowsConversion as _ArrowToRows)
-        from pyspark.sql.connect.conversion import (  # type: ignore[no-redef,unused-ignore]
+        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
             LocalDataToArrowConversion as _RowsToArrow)
     except ImportError as _error:  # pragma: no cover - checked by require_row_conversion
         _ArrowToRows = _RowsToArrow = None  # type: ignore[assignment,misc,unused-ignore]
@@ -123,7 +123,7 @@ def rows_to_arrow(rows: list, schema: StructType, large_var_types: bool) -> pa.T
     """Python rows (tuples, Rows, dicts) of ``schema`` as an Arrow table, by pyspark's converter."""
     if "use_large_var_types" in _CONVERT_PARAMS:
         return _RowsToArrow.convert(rows, schema, large_var_types)
-    table = _RowsToArrow.convert(rows, schema)  # 3.5: no large types; cast to them
+    table = _RowsToArrow.convert(rows, schema)  # type: ignore[call-arg,unused-ignore]  # 3.5
     return table.cast(to_arrow_schema(schema, True)) if large_var_types else table
 
 
@@ -134,7 +134,7 @@ def require_pandas_conversion(operation: str) -> None:
     try:
         import pyspark.sql.conversion as conversion
     except ImportError:  # 3.5 has no pyspark.sql.conversion at all
-        conversion = None
+        conversion = None  # type: ignore[assignment,unused-ignore]
     if hasattr(conversion, "ArrowBatchTransformer") and hasattr(conversion,
                                                                 "PandasToArrowConversion"):
         return
