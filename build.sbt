@@ -46,13 +46,14 @@ def line(name: String): Project = lineProject(sparkLines.find(_.name == name).ge
   sys.error(s"dev/spark-lines has no Spark $name")))
 
 // One project per row of dev/spark-lines (sbt only sees projects bound to vals).
+lazy val spark35 = line("3.5")
 lazy val spark40 = line("4.0")
 lazy val spark41 = line("4.1")
 lazy val spark42 = line("4.2")
 lazy val spark43 = line("4.3")
 
 lazy val root = (project in file("."))
-  .aggregate(spark40, spark41, spark42, spark43)
+  .aggregate(spark35, spark40, spark41, spark42, spark43)
   .settings(publish / skip := true)
 
 // `sbt jars`: every line's jar, in one invocation, into target/jars/.

@@ -10,6 +10,11 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where the fullwindow package these tests import lives: the checkout's python/ (dev/setup
+# installs it editable) or, in a line's venv, the installed wheel. Processes the tests start get
+# it first on their path, so they run the same package.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(
+    __import__("fullwindow").__file__)))
 
 
 def is_connect(df: DataFrame) -> bool:
@@ -69,7 +74,7 @@ def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subpro
     """Runs ``code`` in a fresh Python process (a fresh JVM), from the repo root."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests"), full_env.get("PYTHONPATH", "")])
+        [PACKAGE_PARENT, os.path.join(ROOT, "tests"), full_env.get("PYTHONPATH", "")])
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
@@ -129,8 +134,7 @@ class RecoveryJob:
     def env(self, run: str, slow: float, variant: str, **options) -> dict:
         env = dict(os.environ)
         env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
-                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
-                                               env.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, env.get("PYTHONPATH", "")]))
         for k, v in self.options(**options).items():
             env.pop(k, None)
             if v is not None:

@@ -14,13 +14,12 @@ hash repartition by k, per-key count and sum, (3) the final write after another 
 through a slow UDF that also leaves markers.
 """
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-import fullwindow  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+# The fullwindow package comes from the environment (the tests put the one they import first on
+# PYTHONPATH): a line's venv runs its installed wheel, not this checkout's python/.
+import fullwindow
+from pyspark.sql import functions as F
 
 
 def mark(stage):

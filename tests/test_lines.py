@@ -34,18 +34,20 @@ def test_the_running_pysparks_jar_is_picked_and_present():
     assert os.path.isfile(path)
 
 
-@pytest.mark.parametrize("version", ["4.1.4", "4.0.0", "4.2.0.dev1", "4.3.0"])
-def test_each_supported_line_has_its_jar_name(version):
+@pytest.mark.parametrize("version,scala", [("3.5.9", "2.12"), ("3.5.0", "2.12"), ("4.1.4", "2.13"),
+                                           ("4.0.0", "2.13"), ("4.2.0.dev1", "2.13"),
+                                           ("4.3.0", "2.13")])
+def test_each_supported_line_has_its_jar_name(version, scala):
     assert os.path.basename(fullwindow.jar_path(version)).startswith(
-        f"fullwindow-spark{version[:3]}_2.13")
+        f"fullwindow-spark{version[:3]}_{scala}")
 
 
-@pytest.mark.parametrize("version", ["3.4.1", "3.5.9", "4.4.0", "5.0.0"])
+@pytest.mark.parametrize("version", ["3.4.1", "3.3.0", "4.4.0", "5.0.0"])
 def test_an_unsupported_line_names_the_supported_ones(version):
     with pytest.raises(FullWindowSetupError) as e:
         fullwindow.jar_path(version)
     msg = str(e.value)
-    assert f"Spark {version[:3]}" in msg and "supports Spark 4.0, 4.1, 4.2, 4.3" in msg
+    assert f"Spark {version[:3]}" in msg and "supports Spark 3.5, 4.0, 4.1, 4.2, 4.3" in msg
 
 
 def test_session_refuses_an_unsupported_pyspark_before_the_jvm_starts():
@@ -64,5 +66,5 @@ def test_session_refuses_an_unsupported_pyspark_before_the_jvm_starts():
                 print("REFUSED", e)
         print("JVM", SparkContext._jvm is not None)
     """)
-    assert r.stdout.count("REFUSED fullwindow supports Spark 4.0, 4.1, 4.2, 4.3") == 2, r.stderr[-2000:]
+    assert r.stdout.count("REFUSED fullwindow supports Spark 3.5, 4.0, 4.1, 4.2, 4.3") == 2, r.stderr[-2000:]
     assert "JVM False" in r.stdout

@@ -10,8 +10,6 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import pyarrow as pa
-from pyspark.sql.conversion import ArrowTableToRowsConversion as _ArrowToRows
-from pyspark.sql.conversion import LocalDataToArrowConversion as _RowsToArrow
 from pyspark.sql.pandas.types import to_arrow_schema as _to_arrow_schema
 from pyspark.sql.types import BinaryType, DataType, StructType
 
@@ -26,12 +24,66 @@ except ImportError:  # pragma: no cover - a line without variants: a type no val
     class VariantType(DataType):  # type: ignore[no-redef]
         """Stands for Spark's VariantType on a pyspark that has none."""
 
+try:  # 4.0+
+    from pyspark.sql.conversion import ArrowTableToRowsConversion as _ArrowToRows
+    from pyspark.sql.conversion import LocalDataToArrowConversion as _RowsToArrow
+except ImportError:  # 3.5: the same converters live in the Connect client, which needs grpcio
+    try:
+        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
+            ArrowTableToRowsConversion as _ArrowToRows)
+        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
+            LocalDataToArrowConversion as _RowsToArrow)
+    except ImportError as _error:  # pragma: no cover - checked by require_row_conversion
+        _ArrowToRows = _RowsToArrow = None  # type: ignore[assignment,misc,unused-ignore]
+        _CONVERSION_ERROR: Optional[ImportError] = _error
+    else:
+        _CONVERSION_ERROR = None
+else:
+    _CONVERSION_ERROR = None
+
 __all__ = ["PythonEvalType", "VariantType", "arrow_value_converter", "enforce_schema",
-           "require_pandas_conversion",
+           "require_pandas_conversion", "require_row_conversion",
            "rows_to_arrow", "to_arrow_schema", "to_pylist"]
 
-_CONVERTER_PARAMS = inspect.signature(_ArrowToRows._create_converter).parameters
+_CONVERTER_PARAMS = (inspect.signature(_ArrowToRows._create_converter).parameters
+                     if _ArrowToRows is not None else {})
 _SCHEMA_PARAMS = inspect.signature(_to_arrow_schema).parameters
+_CONVERT_PARAMS = (inspect.signature(_RowsToArrow.convert).parameters
+                   if _RowsToArrow is not None else {})
+
+
+def require_row_conversion() -> None:
+    """Raises ``FullWindowSetupError`` when pyspark's Arrow/row converters cannot be imported:
+    pyspark 3.5 keeps them in its Connect client, which needs grpcio, grpcio-status and
+    googleapis-common-protos (``pip install "fullwindow[spark35]"`` installs them)."""
+    if _CONVERSION_ERROR is None:
+        return
+    import pyspark
+
+    from fullwindow.errors import FullWindowSetupError
+
+    raise FullWindowSetupError(
+        f"pyspark {pyspark.__version__} keeps its Arrow/row converters in "
+        f"pyspark.sql.connect.conversion, which failed to import ({_CONVERSION_ERROR}); install "
+        "its requirements with: pip install \"fullwindow[spark35]\" (grpcio, grpcio-status, "
+        "googleapis-common-protos)") from _CONVERSION_ERROR
+
+
+def _large(t: pa.DataType) -> pa.DataType:
+    """``t`` with every string and binary (nested too) in its large (64-bit offset) form."""
+    if pa.types.is_string(t):
+        return pa.large_string()
+    if pa.types.is_binary(t):
+        return pa.large_binary()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_large(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_large(t.key_type)),
+                       t.item_field.with_type(_large(t.item_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_large(t.field(i).type))
+                          for i in range(t.num_fields)])
+    return t
 
 
 def arrow_value_converter(data_type: DataType) -> Optional[Callable[[Any], Any]]:
@@ -59,21 +111,30 @@ def to_arrow_schema(schema: StructType, large_var_types: bool) -> pa.Schema:
     """The Arrow schema of ``schema``, timestamps in UTC."""
     if "timezone" in _SCHEMA_PARAMS:
         return _to_arrow_schema(schema, timezone="UTC", prefers_large_types=large_var_types)
-    return _to_arrow_schema(schema, timestamp_utc=True,  # type: ignore[call-arg,unused-ignore]
-                            prefers_large_types=large_var_types)
+    if "prefers_large_types" in _SCHEMA_PARAMS:
+        return _to_arrow_schema(schema,  # type: ignore[call-arg,unused-ignore]
+                                timestamp_utc=True, prefers_large_types=large_var_types)
+    # 3.5: timestamps are always UTC; large types by hand
+    arrow = _to_arrow_schema(schema)
+    return pa.schema([f.with_type(_large(f.type)) for f in arrow]) if large_var_types else arrow
 
 
 def rows_to_arrow(rows: list, schema: StructType, large_var_types: bool) -> pa.Table:
     """Python rows (tuples, Rows, dicts) of ``schema`` as an Arrow table, by pyspark's converter."""
-    return _RowsToArrow.convert(rows, schema, large_var_types)
+    if "use_large_var_types" in _CONVERT_PARAMS:
+        return _RowsToArrow.convert(rows, schema, large_var_types)
+    table = _RowsToArrow.convert(rows, schema)  # type: ignore[call-arg,unused-ignore]  # 3.5
+    return table.cast(to_arrow_schema(schema, True)) if large_var_types else table
 
 
 def require_pandas_conversion(operation: str) -> None:
     """The pandas forms convert through pyspark's ``ArrowBatchTransformer.to_pandas`` and
     ``PandasToArrowConversion.convert`` (what ``applyInPandas`` uses), which pyspark has from
     4.2 on; on a line without them a pandas form raises ``FullWindowSetupError`` at once."""
-    import pyspark.sql.conversion as conversion
-
+    try:
+        import pyspark.sql.conversion as conversion
+    except ImportError:  # 3.5 has no pyspark.sql.conversion at all
+        conversion = None  # type: ignore[assignment,unused-ignore]
     if hasattr(conversion, "ArrowBatchTransformer") and hasattr(conversion,
                                                                 "PandasToArrowConversion"):
         return

@@ -17,7 +17,7 @@ _JVM_ERROR = "org.apache.spark.sql.fullwindow.FullWindowAnalysisException"
 
 
 # The Spark lines this package carries a jar for (dev/spark-lines), with their Scala binary version.
-SUPPORTED_LINES = {"4.0": "2.13", "4.1": "2.13", "4.2": "2.13", "4.3": "2.13"}
+SUPPORTED_LINES = {"3.5": "2.12", "4.0": "2.13", "4.1": "2.13", "4.2": "2.13", "4.3": "2.13"}
 
 
 def spark_line(version: str | None = None) -> str:

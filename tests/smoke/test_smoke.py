@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order
 from fullwindow.errors import FullWindowSetupError
-from helpers import executed_plan, kill_when, partitions
+from helpers import executed_plan, kill_when, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -27,7 +27,7 @@ def test_the_running_lines_jar_is_loaded(spark):
     line = ".".join(pyspark.__version__.split(".")[:2])
     assert f"fullwindow-spark{line}_" in os.path.basename(fullwindow.jar_path())
     assert fullwindow.jar_path() in spark.conf.get("spark.jars")
-    with pytest.raises(FullWindowSetupError, match=r"supports Spark 4\.0, .*4\.3; .*3\.4\.1"):
+    with pytest.raises(FullWindowSetupError, match=r"supports Spark 3\.5, 4\.0, .*4\.3; .*3\.4\.1"):
         fullwindow.jar_path("3.4.1")
 
 
@@ -144,7 +144,7 @@ def test_recovery_kill_and_resume(tmp_path):
 def test_pandas_forms_or_their_documented_refusal(spark, df):
     """The pandas forms where pyspark has its Arrow-to-pandas conversion (4.2 and later); on a
     line without it each raises FullWindowSetupError saying so, before anything runs."""
-    import pyspark.sql.conversion as conversion
+    import importlib
 
     def total(key, frames):
         import pandas as pd
@@ -158,7 +158,12 @@ def test_pandas_forms_or_their_documented_refusal(spark, df):
         lambda: df.keyBy("k").coGroup(df.keyBy("k")).window(EOS).applyInPandas(
             lambda key, left, right: total(key, left), "k long, n long"),
     ]
-    if hasattr(conversion, "ArrowBatchTransformer"):
+    try:  # pyspark.sql.conversion: 4.0 and later; ArrowBatchTransformer in it: 4.2 and later
+        has_pandas_conversion = hasattr(importlib.import_module("pyspark.sql.conversion"),
+                                        "ArrowBatchTransformer")
+    except ImportError:
+        has_pandas_conversion = False
+    if has_pandas_conversion:
         assert calls[0]().count() == 60
         assert sorted(tuple(r) for r in calls[1]().collect()) == [(k, 15) for k in range(4)]
         assert sorted(tuple(r) for r in calls[2]().collect()) == [(k, 15) for k in range(4)]
@@ -186,3 +191,30 @@ def test_spark_connect_plugin_or_its_refusal():
     else:
         with pytest.raises(FullWindowSetupError, match="has no Spark Connect plugin"):
             fullwindow.configure(builder)
+
+
+def test_row_converters_need_the_connect_client_libraries_on_3_5():
+    """pyspark 3.5 keeps the Arrow/row converters in its Connect client, which imports grpc:
+    without it configure() raises FullWindowSetupError naming the spark35 extra, before any
+    JVM starts; later lines have them in pyspark.sql.conversion and need no grpc."""
+    r = run_python("""
+        import sys
+        sys.modules["grpc"] = None   # as if grpcio were not installed
+        import fullwindow
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+        try:
+            fullwindow.configure(SparkSession.builder)
+            print("CONFIGURED")
+        except fullwindow.FullWindowSetupError as e:
+            print("REFUSED", e)
+        print("JVM", SparkContext._jvm is not None)
+    """)
+    try:
+        import pyspark.sql.conversion  # noqa: F401
+    except ImportError:
+        assert "REFUSED" in r.stdout and 'pip install "fullwindow[spark35]"' in r.stdout, \
+            r.stdout + r.stderr[-2000:]
+    else:
+        assert "CONFIGURED" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "JVM False" in r.stdout

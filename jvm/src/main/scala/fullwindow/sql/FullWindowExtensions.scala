@@ -2,6 +2,7 @@ package fullwindow.sql
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.fullwindow.FullWindowStrategy
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
 
 /**
@@ -12,7 +13,7 @@ import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWind
  */
 class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(ext: SparkSessionExtensions): Unit = {
-    ext.injectHintResolutionRule(_ => ResolveFullWindowHint)
+    SparkShims.injectHintRule(ext, ResolveFullWindowHint)
     ext.injectResolutionRule(_ => ApplyFullWindowHint)
     ext.injectPostHocResolutionRule(_ => DropUnusedFullWindowHint)
     ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))

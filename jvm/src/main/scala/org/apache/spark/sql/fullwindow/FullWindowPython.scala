@@ -7,10 +7,11 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, D
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LeafNode, LocalRelation, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
-import org.apache.spark.sql.classic.{Dataset, ExpressionUtils, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
 import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, RecoveryFence}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.fullwindow.shims.SparkShims.{Dataset, SparkSession}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
@@ -39,12 +40,12 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
       throw FullWindowErrors.invalidArgument("sortPartition", "one order is needed for each key")
     }
     val order = keys.zip(ascending).map { case (key, asc) =>
-      df.sparkSession.expression(key) match {
+      SparkShims.expression(df.sparkSession, key) match {
         case s: SortOrder => s
         case e => SortOrder(e, if (asc) Ascending else Descending)
       }
     }.toSeq
-    Dataset.ofRows(df.sparkSession, FullWindowSortPartition(order, df.logicalPlan))
+    SparkShims.ofRows(df.sparkSession, FullWindowSortPartition(order, df.logicalPlan))
   }
 
   /**
@@ -53,11 +54,11 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    */
   def aggregate(df: Dataset[Row], columns: Array[Column]): Dataset[Row] = {
     checkAggregateColumns("aggregate", df, columns)
-    val key = ExpressionUtils.column(FullWindowPartitionKey())
+    val key = SparkShims.column(FullWindowPartitionKey())
     val grouped = df.groupBy(key).agg(columns.head, columns.tail.toIndexedSeq: _*)
     val agg = grouped.queryExecution.analyzed
     // Drop the partition key from the output: the window is the partition.
-    Dataset.ofRows(df.sparkSession, Project(agg.output.tail, agg))
+    SparkShims.ofRows(df.sparkSession, Project(agg.output.tail, agg))
   }
 
   private def checkAggregateColumns(operation: String, df: Dataset[Row], columns: Array[Column]): Unit = {
@@ -81,10 +82,10 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * the user-facing operation for plans and errors.
    */
   def pythonPartition(df: Dataset[Row], operation: String, udf: Column): Dataset[Row] = {
-    df.sparkSession.expression(udf) match {
+    SparkShims.expression(df.sparkSession, udf) match {
       case f: PythonUDF =>
         val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
-        Dataset.ofRows(df.sparkSession, FullWindowPythonPartition(operation, f, output, df.logicalPlan))
+        SparkShims.ofRows(df.sparkSession, FullWindowPythonPartition(operation, f, output, df.logicalPlan))
       case other => throw FullWindowErrors.invalidArgument(operation,
         s"expected a Python function, got ${other.sql}")
     }
@@ -107,7 +108,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   }
 
   private def pythonUdf(operation: String, df: Dataset[Row], udf: Column): PythonUDF =
-    df.sparkSession.expression(udf) match {
+    SparkShims.expression(df.sparkSession, udf) match {
       // The whole input row goes to Python, so the function's arguments are not needed (and
       // would not resolve against two inputs): drop them.
       case f: PythonUDF => f.copy(children = Nil)
@@ -121,7 +122,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    */
   def keyedRepartition(df: Dataset[Row], keys: Array[String]): Dataset[Row] = {
     val attrs = keyAttributes("keyBy", df.logicalPlan, keys)
-    Dataset.ofRows(df.sparkSession,
+    SparkShims.ofRows(df.sparkSession,
       RepartitionByExpression(KeyedPython.distributionKeys(attrs), df.logicalPlan, None, None))
   }
 
@@ -135,12 +136,12 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     checkAggregateColumns("keyed aggregate", df, columns)
     val parted = keyedRepartition(df, keys)
     val keyCols = keyAttributes("keyed aggregate", parted.logicalPlan, keys)
-      .map(a => ExpressionUtils.column(a))
-    val grouping = keyCols :+ ExpressionUtils.column(FullWindowPartitionKey())
+      .map(a => SparkShims.column(a))
+    val grouping = keyCols :+ SparkShims.column(FullWindowPartitionKey())
     val agg = parted.groupBy(grouping: _*).agg(columns.head, columns.tail.toIndexedSeq: _*)
       .queryExecution.analyzed
     val n = keys.length
-    Dataset.ofRows(df.sparkSession, Project(agg.output.take(n) ++ agg.output.drop(n + 1), agg))
+    SparkShims.ofRows(df.sparkSession, Project(agg.output.take(n) ++ agg.output.drop(n + 1), agg))
   }
 
   /**
@@ -152,7 +153,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     val f = pythonUdf(operation, df, udf)
     val attrs = keyAttributes(operation, df.logicalPlan, keys)
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
-    Dataset.ofRows(df.sparkSession,
+    SparkShims.ofRows(df.sparkSession,
       FullWindowKeyedPythonPartition(operation, attrs, f, output, df.logicalPlan))
   }
 
@@ -167,7 +168,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     val seq = keyAttributes(operation, df.logicalPlan, Array(sequence)).head
     val order = (attrs :+ seq).map(SortOrder(_, Ascending))
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
-    Dataset.ofRows(df.sparkSession,
+    SparkShims.ofRows(df.sparkSession,
       KeyedRunningPython(operation, attrs, order, f, output, df.logicalPlan))
   }
 
@@ -184,7 +185,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     val l = keyAttributes("coGroup", left.logicalPlan, leftKeys)
     val r = keyAttributes("coGroup", rightPlan, rightKeys)
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
-    Dataset.ofRows(left.sparkSession,
+    SparkShims.ofRows(left.sparkSession,
       FullWindowCoGroup(l, r, f, output, left.logicalPlan, rightPlan))
   }
 
@@ -255,7 +256,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
       val maps = files.getOrElse(k, Nil).sortBy(_(1).toInt)
       CommittedInput(k, f(1).toInt, f(2).toInt, f(3), f(4), maps.map(_(2)), maps.map(_(3)))
     }
-    Dataset.ofRows(df.sparkSession, FullWindowCommit(fingerprint, operation, operatorDir,
+    SparkShims.ofRows(df.sparkSession, FullWindowCommit(fingerprint, operation, operatorDir,
       recordedPartitions, recordedLayout, partitions.zip(paths).toMap, df.logicalPlan,
       commitInputs = true, inputs = committed))
   }
@@ -293,7 +294,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /** The committed outputs `paths` (partition order) read back in place of `df`. */
   def recoveredScan(df: Dataset[Row], fingerprint: String, operation: String, paths: Array[String],
       totalBytes: Long): Dataset[Row] =
-    Dataset.ofRows(df.sparkSession, FullWindowRecoveredScan(fingerprint, operation, paths.toSeq,
+    SparkShims.ofRows(df.sparkSession, FullWindowRecoveredScan(fingerprint, operation, paths.toSeq,
       totalBytes, DataTypeUtils.toAttributes(df.schema)))
 
   /** For each committed file, one line `bytes TAB crc TAB path`, whether it exists with that

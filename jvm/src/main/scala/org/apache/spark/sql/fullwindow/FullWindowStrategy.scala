@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
 import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 
 /**
  * Plans fullwindow's logical nodes. The non-keyed ones ask for no exchange; the keyed ones ask
@@ -41,8 +42,8 @@ object FullWindowStrategy extends SparkStrategy {
         val userKeys = grouping.filterNot(FullWindowPartitionKey.contains)
         val resultsUseOnlyAggregates = results.forall(
           _.references.subsetOf(AttributeSet(complete.map(_.resultAttribute))))
-        val hashable = Aggregate.supportsHashAggregate(
-          complete.flatMap(_.aggregateFunction.aggBufferAttributes), Nil)
+        val hashable = SparkShims.supportsHashAggregate(
+          complete.flatMap(_.aggregateFunction.aggBufferAttributes))
         if (userKeys.isEmpty && resultsUseOnlyAggregates && hashable) {
           // The whole partition is one group: Spark's code-generated hash aggregate with no keys
           // and no required distribution, plus a row count that drops empty partitions.

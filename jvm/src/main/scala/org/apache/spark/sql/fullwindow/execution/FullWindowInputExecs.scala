@@ -72,7 +72,7 @@ case class FullWindowCommittingExchangeExec(
 
   override def numMappers: Int = shuffleDependency.rdd.getNumPartitions
   override def numPartitions: Int = shuffleDependency.partitioner.numPartitions
-  override def shuffleId: Int = shuffleDependency.shuffleId
+  def shuffleId: Int = shuffleDependency.shuffleId   // overrides ShuffleExchangeLike's from Spark 4.0
 
   override def getShuffleRDD(partitionSpecs: Array[ShufflePartitionSpec]): RDD[InternalRow] =
     new ShuffledRowRDD(shuffleDependency, delegate.readMetrics, partitionSpecs)

@@ -64,6 +64,6 @@ object KeyedPython {
    * (-0.0 = 0.0, one NaN), as Spark does for grouping, so equal keys meet in one partition.
    */
   def distributionKeys(keys: Seq[Expression]): Seq[Expression] = keys.map { k =>
-    if (NormalizeFloatingNumbers.needNormalize(k.dataType)) NormalizeFloatingNumbers.normalize(k) else k
+    NormalizeFloatingNumbers.normalize(k)   // returns a key needing none as it is
   }
 }

@@ -74,7 +74,7 @@ final class PythonArrowEval private (
       // The runner reads the limit from SQLConf.get when it is constructed, inside eval.
       val taskConf = new SQLConf
       SQLConf.get.getAllConfs.foreach { case (k, v) => taskConf.setConfString(k, v) }
-      taskConf.setConfString(SQLConf.ARROW_EXECUTION_MAX_BYTES_PER_BATCH.key,
+      taskConf.setConfString(SparkShims.ArrowMaxBytesPerBatchKey,
         Int.MaxValue.toString)
       SQLConf.withExistingConf(taskConf)(evaluator.eval(partitionIndex, rows))
     }
@@ -100,8 +100,8 @@ object PythonArrowEval {
     val udf = func.asInstanceOf[PythonUDF]
     val factory = SparkShims.mapInArrowFactory(
       output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID)
-    new PythonArrowEval(factory,
-      byteLimitUnreachable(inputSchema, conf.arrowMaxRecordsPerBatch, conf.arrowMaxBytesPerBatch))
+    new PythonArrowEval(factory, byteLimitUnreachable(
+      inputSchema, conf.arrowMaxRecordsPerBatch, SparkShims.arrowMaxBytesPerBatch(conf)))
   }
 
   /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */

@@ -386,7 +386,7 @@ final class TieFixingIterator(
       external = runSorter.sort()
       runPeakMemory = math.max(runPeakMemory, runSorter.getPeakMemoryUsage)
     } else {
-      java.util.Arrays.sort(run, 0, runSize, ordering)
+      java.util.Arrays.sort[UnsafeRow](run, 0, runSize, ordering)
     }
     runNanos += System.nanoTime() - start
   }

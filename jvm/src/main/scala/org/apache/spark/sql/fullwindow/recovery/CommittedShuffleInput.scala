@@ -11,11 +11,10 @@ import org.apache.hadoop.fs.Path
 
 import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.broadcast.Broadcast
-import org.apache.spark.scheduler.MapStatus
-import org.apache.spark.shuffle.{ShuffleWriteMetricsReporter, ShuffleWriteProcessor}
+import org.apache.spark.shuffle.ShuffleWriteMetricsReporter
 import org.apache.spark.shuffle.sort.SortShuffleManager
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLShuffleWriteMetricsReporter}
-import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.fullwindow.shims.{CommitAfterShuffleWrite, SparkShims}
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
 /**
@@ -140,18 +139,16 @@ class CommittingShuffleWriteProcessor(
     inputDir: String,
     jobDirJson: String,
     conf: Broadcast[SerializableConfiguration],
-    acc: CollectionAccumulator[String]) extends ShuffleWriteProcessor {
+    acc: CollectionAccumulator[String]) extends CommitAfterShuffleWrite {
 
   override def createMetricsReporter(context: TaskContext): ShuffleWriteMetricsReporter =
     new SQLShuffleWriteMetricsReporter(context.taskMetrics().shuffleWriteMetrics, writeMetrics)
 
-  override def write(
-      inputs: Iterator[_],
+  override protected def afterWrite(
       dep: ShuffleDependency[_, _, _],
       mapId: Long,
       mapIndex: Int,
-      context: TaskContext): MapStatus = {
-    val status = super.write(inputs, dep, mapId, mapIndex, context)
+      context: TaskContext): Unit = {
     SparkShims.shuffleManagerFor(SparkEnv.get, dep) match {
       case sort: SortShuffleManager =>
         val resolver = sort.shuffleBlockResolver
@@ -179,6 +176,5 @@ class CommittingShuffleWriteProcessor(
         }
       case _ =>
     }
-    status
   }
 }

@@ -7,7 +7,7 @@ import org.apache.hadoop.fs.Path
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.fullwindow.FullWindowPython
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCommit, FullWindowRecoveredScan}
 import org.apache.spark.sql.internal.SQLConf
