@@ -49,7 +49,7 @@ def count_sum(rows):
 
 def test_map_partition_and_arrow(df):
     assert sorted(df.fullWindowPartition().mapPartition(count_sum, "n long, t long").collect()) \
-        == sorted((20, sum(r.v for r in p)) for p in _parts(df))
+        == sorted((20, sum(v for _, v in p)) for p in partitions(df))
 
     def arrow(batches):
         import pyarrow as pa
@@ -57,10 +57,6 @@ def test_map_partition_and_arrow(df):
             yield pa.RecordBatch.from_pydict({"n": [b.num_rows]})
     rows = df.fullWindowPartition().mapPartitionInArrow(arrow, "n long").collect()
     assert sum(r.n for r in rows) == 60
-
-
-def _parts(df):
-    return [[r for r in p] for p in df.rdd.glom().collect()]
 
 
 class Avg(AggregateFunction):

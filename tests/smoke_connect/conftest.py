@@ -13,11 +13,12 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONNECT = os.path.join(os.path.dirname(HERE), "connect")
-# this folder's functions are unpickled by reference in Python workers; tests/connect has the
-# Connect server helper (server.py)
+SMOKE = os.path.join(os.path.dirname(HERE), "smoke")
+# Python workers unpickle this folder's functions, and the classic smoke suite's it reuses, by
+# reference; tests/connect has the Connect server helper (server.py)
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in [HERE, os.environ.get("PYTHONPATH", "")] if p)
-sys.path.insert(0, CONNECT)
+    p for p in [HERE, SMOKE, os.environ.get("PYTHONPATH", "")] if p)
+sys.path[:0] = [SMOKE, CONNECT]
 
 _spec = importlib.util.spec_from_file_location("fullwindow_connect_conftest",
                                                os.path.join(CONNECT, "conftest.py"))

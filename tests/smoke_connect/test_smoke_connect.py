@@ -11,20 +11,18 @@ import zipfile
 
 import pytest
 from pyspark.errors import PythonException
-from pyspark.sql import functions as F
 
 import fullwindow
-from fullwindow import (AggregateFunction, ConfigurationError, EndOfStreamWindows,
-                        KeyNotSortableError, Order, ProcessWindowFunction)
+from fullwindow import ConfigurationError, EndOfStreamWindows, ProcessWindowFunction
 from fullwindow._backend import PLUGIN_CLASS, ConnectBackend, backend
 from fullwindow.errors import FullWindowValueError
+# the classic smoke suite's cases that a Connect session runs as they are (with this folder's
+# `spark` fixture: a local Connect server)
+from test_smoke import (df, test_aggregate_reduce_and_process, test_cogroup,  # noqa: F401
+                        test_error_mapping, test_keyed_operations, test_map_partition_and_arrow,
+                        test_sort_partition, test_sql_hint)
 
 EOS = EndOfStreamWindows.get()
-
-
-@pytest.fixture(scope="module")
-def df(spark):
-    return spark.range(0, 60, 1, 3).selectExpr("id % 4 AS k", "id * 7 % 50 AS v")
 
 
 def plan(out) -> str:
@@ -38,87 +36,16 @@ def test_the_lines_jar_carries_the_plugin_and_the_session_is_connect(spark, df):
     assert isinstance(backend(df), ConnectBackend)
 
 
-def test_sort_partition(df):
-    out = df.fullWindowPartition().sortPartition([("k", Order.ASCENDING), ("v", Order.DESCENDING)])
-    tagged = out.select(F.spark_partition_id().alias("p"),
-                        F.monotonically_increasing_id().alias("i"), "k", "v").collect()
-    parts: dict = {}
-    for r in sorted(tagged, key=lambda r: (r.p, r.i)):
-        parts.setdefault(r.p, []).append((r.k, r.v))
-    assert len(parts) == 3 and sum(map(len, parts.values())) == 60
-    for p in parts.values():
-        assert p == sorted(p, key=lambda kv: (kv[0], -kv[1]))
-    assert "FullWindowSortPartition" in plan(out) and "Exchange" not in plan(out)
-
-
-def count_sum(rows):
-    n = t = 0
-    for r in rows:
-        n, t = n + 1, t + r.v
-    yield (n, t)
-
-
-def test_map_partition_and_arrow(df):
-    rows = df.fullWindowPartition().mapPartition(count_sum, "n long, t long").collect()
-    assert sorted(r.n for r in rows) == [20, 20, 20]
-    assert sum(r.t for r in rows) == sum(r.v for r in df.collect())
-
-    def arrow(batches):
-        import pyarrow as pa
-        for b in batches:
-            yield pa.RecordBatch.from_pydict({"n": [b.num_rows]})
-    rows = df.fullWindowPartition().mapPartitionInArrow(arrow, "n long").collect()
-    assert sum(r.n for r in rows) == 60
-
-
-class Avg(AggregateFunction):
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, acc):
-        return (acc[0] + value.v, acc[1] + 1)
-
-    def get_result(self, acc):
-        return (acc[0] / acc[1],)
-
-    def merge(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
-
-
 class Count(ProcessWindowFunction):
     def process(self, key, ctx, rows):
         yield (key, sum(1 for _ in rows), ctx.firing_info.name)
 
 
-def test_aggregate_reduce_and_process(df):
-    jvm = df.fullWindowPartition().aggregate(F.sum("v").alias("s"), F.count("*").alias("n"))
-    assert sorted(r.n for r in jvm.collect()) == [20, 20, 20]
-    assert "FullWindowAggregate" in plan(jvm)
-    py = df.fullWindowPartition().aggregate(Avg(), "avg double").collect()
-    assert len(py) == 3
-    red = df.fullWindowPartition().reduce(lambda a, b: (a.k, a.v + b.v)).collect()
-    assert sum(r.v for r in red) == sum(r.v for r in df.collect())
-    proc = df.fullWindowPartition().process(Count(), "k long, n long, why string").collect()
-    assert sorted((r.n, r.why) for r in proc) == [(20, "ON_TIME")] * 3
-
-
-def test_keyed_operations(df):
-    total = {k: sum(r.v for r in df.collect() if r.k == k) for k in range(4)}
-
-    def per_key(key, rows):
-        rows = list(rows)
-        yield (key, len(rows), sum(r.v for r in rows))
-    out = df.keyBy("k").fullWindowPartition().mapPartition(per_key, "k long, n long, t long")
-    assert {r.k: (r.n, r.t) for r in out.collect()} == {k: (15, total[k]) for k in range(4)}
-    assert "FullWindowKeyedMapPartition" in plan(out)
-    agg = df.keyBy("k").window(EOS).aggregate(F.sum("v").alias("s"))
-    assert {r.k: r.s for r in agg.collect()} == total
-    red = df.keyBy("k").window(EOS).reduce(lambda a, b: (a.k, a.v + b.v))
-    assert {r.k: r.v for r in red.collect()} == total
-    srt = df.keyBy("k").fullWindowPartition().sortPartition("v")
-    assert sorted(r.v for r in srt.collect()) == sorted(r.v for r in df.collect())
-    proc = df.keyBy("k").window(EOS).process(Count(), "k long, n long, why string")
-    assert sorted(tuple(r) for r in proc.collect()) == [(k, 15, "ON_TIME") for k in range(4)]
+def test_process(df):
+    out = df.fullWindowPartition().process(Count(), "k long, n long, why string")
+    assert sorted((r.n, r.why) for r in out.collect()) == [(20, "ON_TIME")] * 3
+    keyed = df.keyBy("k").window(EOS).process(Count(), "k long, n long, why string")
+    assert sorted(tuple(r) for r in keyed.collect()) == [(k, 15, "ON_TIME") for k in range(4)]
 
 
 def test_keyed_reduce_batch_and_streaming_mode(spark):
@@ -135,23 +62,6 @@ def test_keyed_reduce_batch_and_streaming_mode(spark):
         spark.conf.unset("spark.fullwindow.runtimeMode")
 
 
-def test_cogroup(spark, df):
-    right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
-
-    def join(key, left, right):
-        yield (key, len(list(left)), sum(r.w for r in right))
-    out = df.keyBy("k").coGroup(right.keyBy("k")).window(EOS).apply(join, "k long, n long, w long")
-    assert {r.k: (r.n, r.w) for r in out.collect()} == {k: (15, k + k + 4) for k in range(4)}
-
-
-def test_sql_hint(spark, df):
-    df.createOrReplaceTempView("smoke_connect_t")
-    q = spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ sum(v) AS s, count(*) AS n "
-                  "FROM smoke_connect_t")
-    assert sorted(r.n for r in q.collect()) == [20, 20, 20]
-    assert "Exchange" not in plan(q)
-
-
 def test_operator_metrics(df):
     out = df.keyBy("k").fullWindowPartition().mapPartition(
         lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long")
@@ -164,10 +74,6 @@ def test_operator_metrics(df):
 
 
 def test_error_mappings(spark, df):
-    bad = spark.createDataFrame([({"a": 1},)], "m map<string,int>")
-    with pytest.raises(KeyNotSortableError):
-        bad.fullWindowPartition().sortPartition("m").collect()
-
     def explode(rows):
         for r in rows:
             if r.v == 7:
