@@ -24,11 +24,11 @@ def lineProject(line: SparkLine): Project =
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value
-        // the Spark Connect plugin (Scala, and the Java generated from proto/): the 4.3 line only;
-        // its generated code needs the shaded protobuf runtime of 4.3's spark-connect jar
+        // the Spark Connect plugin (Scala, and the Java generated from proto/ by dev/gen-proto
+        // for the oldest shaded protobuf runtime, 4.0's): every 4.x line
         val connect = Seq("scala", "java").map(root / "jvm" / "src" / "connect" / _)
         Seq(root / "jvm" / "src" / "main" / "scala") ++ shimDirs(root, line) ++
-          (if (line.in((4, 3), (4, 3))) connect.filter(_.isDirectory) else Nil)
+          (if (line.major >= 4) connect.filter(_.isDirectory) else Nil)
       },
       Compile / unmanagedResourceDirectories := Seq(
         (LocalRootProject / baseDirectory).value / "jvm" / "src" / "main" / "resources"),

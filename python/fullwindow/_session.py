@@ -81,8 +81,8 @@ def configure(builder: SparkSession.Builder,
 
 
 def _require_connect_plugin(jar: str) -> None:
-    """The jar of the running Spark line must carry the Spark Connect plugin (the 4.3 line's
-    does; the others' are built without it for now)."""
+    """The jar of the running Spark line must carry the Spark Connect plugin (every 4.x line's
+    does; a jar built without jvm/src/connect would not)."""
     import zipfile
 
     entry = PLUGIN_CLASS.replace(".", "/") + ".class"
@@ -90,9 +90,9 @@ def _require_connect_plugin(jar: str) -> None:
         if entry in z.namelist():
             return
     raise FullWindowSetupError(
-        f"{os.path.basename(jar)} has no Spark Connect plugin: fullwindow supports Spark "
-        "Connect clients on Spark 4.3 only so far (classic sessions work on every supported "
-        "line). Use fullwindow.session(master=...) on this Spark line.")
+        f"{os.path.basename(jar)} has no Spark Connect plugin, so a Connect server cannot run "
+        "fullwindow with it: rebuild the jar with dev/jars (it carries the plugin on every "
+        "Spark 4.x line), or use fullwindow.session(master=...), a classic session.")
 
 
 def _conf_value(value: object) -> str:

@@ -1,5 +1,6 @@
 """A real Spark Connect server process, started from the pyspark install with
-``sbin/start-connect-server.sh`` (in the foreground), on 127.0.0.1 and a free port."""
+``sbin/start-connect-server.sh`` (in the foreground; ``bin/spark-submit`` of the server class
+where the install has no such script), on 127.0.0.1 and a free port."""
 from __future__ import annotations
 
 import os
@@ -39,6 +40,20 @@ def fullwindow_server_args(extension: bool = True) -> list[str]:
     return args
 
 
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def server_command() -> list[str]:
+    """pyspark's sbin/start-connect-server.sh where the install has it (4.3); pyspark 4.0-4.2
+    wheels ship no sbin script for it, so there spark-submit runs the server class, which is
+    what the script does (in the foreground)."""
+    script = os.path.join(spark_home(), "sbin", "start-connect-server.sh")
+    if os.path.isfile(script):
+        return [script]
+    return [os.path.join(spark_home(), "bin", "spark-submit"), "--class", SERVER_CLASS,
+            "--name", "Spark Connect server"]
+
+
 class ConnectServer:
     """``with ConnectServer(fullwindow=True) as server: ... server.url``; the server process
     group is killed on exit, also after a failure."""
@@ -67,14 +82,13 @@ class ConnectServer:
                 "spark.ui.enabled": "false", "spark.driver.memory": "1g",
                 "spark.sql.shuffle.partitions": "4", "spark.pyspark.python": sys.executable}
         conf.update(self.conf)
-        args = [os.path.join(spark_home(), "sbin", "start-connect-server.sh"),
-                "--master", self.master]
+        args = server_command() + ["--master", self.master]
         if self.fullwindow:
             args += fullwindow_server_args(self.extension)
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
         env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
-                        SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
+                        SPARK_CONNECT_MODE="0", SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
                         SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
         log = open(os.path.join(self.logdir, "server.out"), "w")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,

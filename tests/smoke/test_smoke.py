@@ -49,7 +49,7 @@ def count_sum(rows):
 
 def test_map_partition_and_arrow(df):
     assert sorted(df.fullWindowPartition().mapPartition(count_sum, "n long, t long").collect()) \
-        == sorted((20, sum(r.v for r in p)) for p in _parts(df))
+        == sorted((20, sum(v for _, v in p)) for p in partitions(df))
 
     def arrow(batches):
         import pyarrow as pa
@@ -57,10 +57,6 @@ def test_map_partition_and_arrow(df):
             yield pa.RecordBatch.from_pydict({"n": [b.num_rows]})
     rows = df.fullWindowPartition().mapPartitionInArrow(arrow, "n long").collect()
     assert sum(r.n for r in rows) == 60
-
-
-def _parts(df):
-    return [[r for r in p] for p in df.rdd.glom().collect()]
 
 
 class Avg(AggregateFunction):
@@ -173,24 +169,32 @@ def test_pandas_forms_or_their_documented_refusal(spark, df):
                 call()
 
 
-def test_spark_connect_plugin_or_its_refusal():
-    """The 4.3 line's jar carries the Spark Connect plugin and configure() puts it on a local
-    Connect server; the other lines' jars are built without it, and configure() says so before
-    any server starts."""
+def test_spark_connect_plugin_on_every_4x_line(tmp_path):
+    """Every 4.x line's jar carries the Spark Connect plugin and configure() puts it on a local
+    Connect server (tests/smoke_connect runs the operations over Connect); a jar without it is
+    refused before any server starts."""
     import zipfile
 
     from pyspark.sql import SparkSession
 
     from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
+    from fullwindow._session import _require_connect_plugin
 
     with zipfile.ZipFile(fullwindow.jar_path()) as z:
         has_plugin = PLUGIN_CLASS.replace(".", "/") + ".class" in z.namelist()
     builder = SparkSession.builder.remote("local[2]")
-    if has_plugin:
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        assert has_plugin
         assert fullwindow.configure(builder)._options[PLUGIN_CONF] == PLUGIN_CLASS
     else:
+        assert not has_plugin
         with pytest.raises(FullWindowSetupError, match="has no Spark Connect plugin"):
             fullwindow.configure(builder)
+    bare = tmp_path / "bare.jar"
+    with zipfile.ZipFile(bare, "w") as z:
+        z.writestr("fullwindow/sql/FullWindowExtensions.class", b"")
+    with pytest.raises(FullWindowSetupError, match="bare.jar has no Spark Connect plugin"):
+        _require_connect_plugin(str(bare))
 
 
 def test_row_converters_need_the_connect_client_libraries_on_3_5():
