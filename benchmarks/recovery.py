@@ -769,58 +769,59 @@ def _markdown(record: dict[str, Any]) -> str:
         ov = record[name]
         if not name.startswith("overhead") or "on_s" not in ov:
             continue
-            p = ov["probes_median"]
-            c = ov["committed_median"]
-            cpu = {k: ov[f"{k}_median"] for k in ("jvm_process_cpu_s", "python_workers_cpu_s",
-                                                    "driver_python_cpu_s")}
+        p = ov["probes_median"]
+        c = ov["committed_median"]
+        cpu = {k: ov[f"{k}_median"] for k in ("jvm_process_cpu_s", "python_workers_cpu_s",
+                                                "driver_python_cpu_s")}
 
-            def fc(d):
-                return "–" if d is None else f"{d:.2f} s"
-            lines += [
-                f"Overhead rounds, {name} (one session; recovery off vs on with a fresh job id per run, "
-                f"{ov.get('warmup', 1)} warm-up pair then {ov['on_s']['n']} timed pairs, alternating "
-                "which goes first; \"on\" includes `recovery.flush`):", "",
-                "| variant | time median [min–max] | JVM process CPU | Python workers CPU | driver "
-                "Python CPU |", "|---|---|---|---|---|",
-                f"| recovery off | {_fr(ov['off_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['off'])} "
-                f"| {fc(cpu['python_workers_cpu_s']['off'])} | "
-                f"{fc(cpu['driver_python_cpu_s']['off'])} |",
-                f"| recovery on | {_fr(ov['on_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['on'])} | "
-                f"{fc(cpu['python_workers_cpu_s']['on'])} | {fc(cpu['driver_python_cpu_s']['on'])} |",
-                "",
-                "Job CPU (driver JVM + Python workers + driver Python, summed per run), median: "
-                + _cpu_line(ov) + ".",
-                "",
-                "Per-round on/off ratios (run order): "
-                + " ".join(f"{b['time_s'] / a['time_s']:.3f}" for a, b in zip(
-                    [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "off"],
-                    [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "on"])) + ".",
-                "",
-                "What recovery on wrote per run (medians): "
-                f"{c['files']:.0f} committed partition files, {_fmt_bytes(c['bytes'])} "
-                f"(+ {_fmt_bytes(c['crc_files_bytes'])} of Hadoop `.crc` side files); "
-                + (f"committed shuffle input {c['input_files']:.0f} files (data and index of each "
-                   f"map output, hard links to Spark's shuffle files), {_fmt_bytes(c['input_bytes'])}; "
-                   if "input_files" in c else "") +
-                f"{ov['events_median']:.0f} job events in {c['event_segments']:.0f} segment, "
-                f"{_fmt_bytes(c['event_bytes'])}.",
-                "",
-                "Event store work in the driver per run (medians; measured by wrapping the store's "
-                "functions from the benchmark): "
-                f"`append` {p['append']['calls']:.0f} calls, {p['append']['cpu_s'] * 1e3:.2f} ms "
-                f"CPU; segment writes {p['segment_write']['calls']:.0f}, "
-                f"{_fmt_bytes(p['segment_write']['bytes'])}, {p['segment_write']['wall_s'] * 1e3:.2f} "
-                f"ms; fsyncs {p['segment_sync']['calls']:.0f}, {p['segment_sync']['wall_s'] * 1e3:.1f} "
-                f"ms wall, {p['segment_sync']['cpu_s'] * 1e3:.2f} ms CPU; listener drains "
-                f"{p['drain']['calls']:.0f} calls, {p['drain']['cpu_s'] * 1e3:.1f} ms CPU, "
-                f"{p['drain']['wall_s'] * 1e3:.0f} ms wall (recovery off, after the first on run: "
-                f"{ov['probes_median']['drain_off']['calls']:.0f} calls, "
-                f"{ov['probes_median']['drain_off']['cpu_s'] * 1e3:.1f} ms CPU); reading the job's "
-                f"events at definition {p['read_events']['wall_s'] * 1e3:.1f} ms; "
-                f"`commit_operation` (fingerprint, verify, plan) {p['commit_operation']['wall_s']:.3f} s "
-                "wall.",
-                "",
-            ]
+        def fc(d):
+            return "–" if d is None else f"{d:.2f} s"
+        lines += [
+            f"Overhead rounds, {name} (one session; recovery off vs on with a fresh job id per run, "
+            f"{ov.get('warmup', 1)} warm-up pair then {ov['on_s']['n']} timed pairs, alternating "
+            "which goes first; \"on\" includes `recovery.flush`):", "",
+            "| variant | time median [min–max] | JVM process CPU | Python workers CPU | driver "
+            "Python CPU |", "|---|---|---|---|---|",
+            f"| recovery off | {_fr(ov['off_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['off'])} "
+            f"| {fc(cpu['python_workers_cpu_s']['off'])} | "
+            f"{fc(cpu['driver_python_cpu_s']['off'])} |",
+            f"| recovery on | {_fr(ov['on_s'], ' s')} | {fc(cpu['jvm_process_cpu_s']['on'])} | "
+            f"{fc(cpu['python_workers_cpu_s']['on'])} | {fc(cpu['driver_python_cpu_s']['on'])} |",
+            "",
+            "Job CPU (driver JVM + Python workers + driver Python, summed per run), median: "
+            + _cpu_line(ov) + ".",
+            "",
+            "Per-round on/off ratios (run order): "
+            + " ".join(f"{b['time_s'] / a['time_s']:.3f}" for a, b in zip(
+                [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "off"],
+                [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "on"])) + ".",
+            "",
+            "What recovery on wrote per run (medians): "
+            f"{c['files']:.0f} committed partition files, {_fmt_bytes(c['bytes'])} "
+            f"(+ {_fmt_bytes(c['crc_files_bytes'])} of Hadoop `.crc` side files); "
+            + (f"committed shuffle input {c['input_files']:.0f} files (data and index of each "
+               f"map output, {'copies of' if name.endswith('_hdfs') else 'hard links to'} Spark's "
+               f"shuffle files), {_fmt_bytes(c['input_bytes'])}; "
+               if "input_files" in c else "") +
+            f"{ov['events_median']:.0f} job events in {c['event_segments']:.0f} segment, "
+            f"{_fmt_bytes(c['event_bytes'])}.",
+            "",
+            "Event store work in the driver per run (medians; measured by wrapping the store's "
+            "functions from the benchmark): "
+            f"`append` {p['append']['calls']:.0f} calls, {p['append']['cpu_s'] * 1e3:.2f} ms "
+            f"CPU; segment writes {p['segment_write']['calls']:.0f}, "
+            f"{_fmt_bytes(p['segment_write']['bytes'])}, {p['segment_write']['wall_s'] * 1e3:.2f} "
+            f"ms; fsyncs {p['segment_sync']['calls']:.0f}, {p['segment_sync']['wall_s'] * 1e3:.1f} "
+            f"ms wall, {p['segment_sync']['cpu_s'] * 1e3:.2f} ms CPU; listener drains "
+            f"{p['drain']['calls']:.0f} calls, {p['drain']['cpu_s'] * 1e3:.1f} ms CPU, "
+            f"{p['drain']['wall_s'] * 1e3:.0f} ms wall (recovery off, after the first on run: "
+            f"{ov['probes_median']['drain_off']['calls']:.0f} calls, "
+            f"{ov['probes_median']['drain_off']['cpu_s'] * 1e3:.1f} ms CPU); reading the job's "
+            f"events at definition {p['read_events']['wall_s'] * 1e3:.1f} ms; "
+            f"`commit_operation` (fingerprint, verify, plan) {p['commit_operation']['wall_s']:.3f} s "
+            "wall.",
+            "",
+        ]
     lines.append(END)
     return "\n".join(lines)
 
