@@ -42,6 +42,7 @@ else:
     _CONVERSION_ERROR = None
 
 __all__ = ["PythonEvalType", "VariantType", "arrow_value_converter", "enforce_schema",
+           "error_condition",
            "require_pandas_conversion", "require_row_conversion",
            "rows_to_arrow", "to_arrow_schema", "to_pylist"]
 
@@ -50,6 +51,15 @@ _CONVERTER_PARAMS = (inspect.signature(_ArrowToRows._create_converter).parameter
 _SCHEMA_PARAMS = inspect.signature(_to_arrow_schema).parameters
 _CONVERT_PARAMS = (inspect.signature(_RowsToArrow.convert).parameters
                    if _RowsToArrow is not None else {})
+
+
+def error_condition(err: Any) -> Optional[str]:
+    """The error condition (e.g. ``DATATYPE_MISMATCH.INVALID_ORDERING_TYPE``) of a pyspark
+    exception: ``getCondition()`` from 4.0, ``getErrorClass()`` on 3.5; None without one."""
+    for name in ("getCondition", "getErrorClass"):
+        if hasattr(err, name):
+            return getattr(err, name)()
+    return None
 
 
 def require_row_conversion() -> None:

@@ -8,6 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
+from fullwindow._compat import error_condition
 from fullwindow.errors import (FullWindowAnalysisError, FullWindowError, FullWindowSetupError,
                                class_for_kind)
 
@@ -153,7 +154,7 @@ def raise_from_java(err: Exception, operation: str) -> None:
     if isinstance(err, Py4JJavaError):
         err = convert_exception(err.java_exception)
     if _is_connect_error(err):
-        condition = err.getCondition() if hasattr(err, "getCondition") else None
+        condition = error_condition(err)
         text = f"{condition or ''} {err}"
         if any(marker in text for marker in _NO_PLUGIN):
             from fullwindow._backend import setup_error_for_connect
@@ -168,7 +169,7 @@ def raise_from_java(err: Exception, operation: str) -> None:
         tagged = _TAG.search(message)
         if tagged:
             raise class_for_kind(tagged.group(1))(message[tagged.start():].split("\n")[0]) from None
-        condition = err.getCondition() if hasattr(err, "getCondition") else None
+        condition = error_condition(err)
         cls = class_for_kind(_SPARK_CONDITIONS.get(condition or "", ""))
         raise cls(f"{operation}: {message}") from None
     raise err

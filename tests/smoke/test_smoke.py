@@ -118,6 +118,9 @@ def test_error_mapping(spark):
     bad = spark.createDataFrame([({"a": 1},)], "m map<string,int>")
     with pytest.raises(KeyNotSortableError):
         bad.fullWindowPartition().sortPartition("m").collect()
+    # a Column key of a map type: Spark's analyzer refuses it, its condition mapped to ours
+    with pytest.raises(KeyNotSortableError, match="does not support ordering"):
+        bad.fullWindowPartition().sortPartition(F.map_concat("m", "m"))
 
 
 def test_recovery_kill_and_resume(tmp_path):
