@@ -19,26 +19,14 @@ from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition / keyBy)
 from fullwindow import EndOfStreamWindows, FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, num_partitions, partitions, run_python
+from helpers import executed_plan, needs_pandas_forms, num_partitions, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
 
-def _pandas_forms_refused() -> str | None:
-    from fullwindow._compat import require_pandas_conversion
-    from fullwindow.errors import FullWindowSetupError
-
-    try:
-        require_pandas_conversion("pandas forms")
-    except FullWindowSetupError as err:
-        return str(err)
-    return None
-
-
-# on a line without pyspark's Arrow-to-pandas conversion (4.0, 4.1) the pandas forms are a
-# documented refusal, which tests/smoke checks; this module's cases are for the lines that run them
-pytestmark = pytest.mark.skipif(_pandas_forms_refused() is not None,
-                                reason=f"refused on this line: {_pandas_forms_refused()}")
+# on a line without pyspark's Arrow-to-pandas conversion the pandas forms are a documented
+# refusal, which tests/smoke checks; this module's cases are for the lines that run them
+pytestmark = needs_pandas_forms()
 
 
 @pytest.fixture(scope="module")
