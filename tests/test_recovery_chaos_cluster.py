@@ -14,11 +14,22 @@ import time
 import urllib.request
 from collections import Counter
 
+import pytest
+
 from cluster import StandaloneCluster
 from test_recovery_cluster import Driver, is_gone, wait_for
 from test_recovery_cluster import cluster  # noqa: F401 - the module's cluster fixture
 
 N, ROWS = 10, 50_000  # committed files of ~2.5 MB: reading one back takes a while
+
+# Seen passing twice (173 s, 185 s) and failing once (2026-11-23 07:00 UTC, whole-suite run): the
+# task the driver's UI listed as reading a committed partition had already finished when the
+# SIGKILL landed (the log has "Lost executor 1" and no "Lost task"), so nothing was retried and
+# the retry assertion failed; the output was right. Opt in until the kill is made to land inside
+# a read (e.g. a read slowed like the computed partitions are).
+pytestmark = pytest.mark.skipif(
+    os.environ.get("FULLWINDOW_CLUSTER_CHAOS") != "1",
+    reason="races with a fast read-back; set FULLWINDOW_CLUSTER_CHAOS=1 to run")
 
 def expected_rows() -> list[tuple]:
     out = []
