@@ -53,7 +53,9 @@ def record_standalone(json_path: str, record: dict[str, Any], notes_path: str, b
 
 
 def update_results(md_path: str, results: list[dict[str, Any]]) -> None:
-    json_path = os.path.join(os.path.dirname(os.path.abspath(md_path)), "results.json")
+    out_dir = os.path.dirname(os.path.abspath(md_path))
+    os.makedirs(out_dir, exist_ok=True)  # a new --results place, e.g. benchmarks/lines/spark-3.5
+    json_path = os.path.join(out_dir, "results.json")
     store = _load(json_path)
     for res in results:
         store["cases"][res["name"]] = _slim(res)
