@@ -165,7 +165,8 @@ def require_pandas_conversion(operation: str) -> None:
 # exactly as pyarrow's own ``to_numpy`` does (4.2 and 4.3: ``Array.to_pandas()`` for these).
 _NUMPY_TYPES = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
                 BinaryType)
-_PROBE_VALUES = {BooleanType: [True, False], BinaryType: [b"a", b"bc"]}
+_PROBE_VALUES: dict[str, list[Any]] = {"BooleanType": [True, False],
+                                       "BinaryType": [b"a", b"bc"]}
 
 
 def _array_to_numpy(column: pa.Array) -> Any:
@@ -174,25 +175,25 @@ def _array_to_numpy(column: pa.Array) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _numpy_matches(type_class: type, prefer_int_ext: bool) -> bool:
-    """Whether, on this pyspark, a column of ``type_class`` converts to the same Series (dtype,
-    values, value types) by pyspark's converter and by ``to_numpy``: checked once per worker
+def _numpy_matches(type_name: str, prefer_int_ext: bool) -> bool:
+    """Whether, on this pyspark, a column of the type ``type_name`` converts to the same Series
+    (dtype, values, value types) by pyspark's converter and by ``to_numpy``: checked once per worker
     on a probe with and without nulls, so that a pyspark that converts a type otherwise (e.g.
     integers to nullable extension dtypes with ``preferIntExtensionDtype``) keeps its own."""
     import pandas as pd
     from pyspark.sql.conversion import ArrowBatchTransformer
     from pyspark.sql.types import StructField
 
-    spark_type = type_class()
-    values = _PROBE_VALUES.get(type_class, [1, 2])
+    spark_type = next(t for t in _NUMPY_TYPES if t.__name__ == type_name)()
+    values = _PROBE_VALUES.get(type_name, [1, 2])
     schema = StructType([StructField("c", spark_type)])
     arrow_type = _to_arrow_schema(schema).field(0).type
     for data in (values, values[:1] + [None], [None, None]):
         column = pa.array(data, arrow_type)
+        batch = pa.RecordBatch.from_arrays([column], names=["c"])
         try:
             ref = ArrowBatchTransformer.to_pandas(
-                pa.RecordBatch.from_arrays([column], names=["c"]), timezone="UTC",  # type: ignore[arg-type,unused-ignore]
-                schema=schema, prefer_int_ext_dtype=prefer_int_ext)[0]
+                batch, timezone="UTC", schema=schema, prefer_int_ext_dtype=prefer_int_ext)[0]
         except Exception:  # noqa: BLE001 - a pyspark without this conversion: keep its own
             return False
         mine = pd.Series(_array_to_numpy(column), name="c")
@@ -208,7 +209,8 @@ def numpy_column_converter(data_type: DataType,
     pandas conversion would give, without its per-column Series and rename (three times
     cheaper for a 10,000-row batch of numbers); ``None`` where pyspark's own conversion must do
     it (strings, decimals, time, nested types, or a type this pyspark converts otherwise)."""
-    if type(data_type) not in _NUMPY_TYPES or not _numpy_matches(type(data_type), prefer_int_ext):
+    if type(data_type) not in _NUMPY_TYPES \
+            or not _numpy_matches(type(data_type).__name__, prefer_int_ext):
         return None
     return _array_to_numpy
 
