@@ -184,16 +184,17 @@ def test_keyed_runs_with_null_nan_and_batch_spanning_keys(spark, small_batches):
             s += int(pdf.v.sum())
         yield pd.DataFrame({"k": [key], "n": [n], "s": [s]})
 
-    ours = rows(src.keyBy("k").fullWindowPartition().mapPartitionInPandas(count, "k double, n long, s long"))
-    native = rows(src.groupBy("k").applyInPandas(
+    ours = src.keyBy("k").fullWindowPartition().mapPartitionInPandas(count, "k double, n long, s long")
+    native = src.groupBy("k").applyInPandas(
         lambda pdf: pd.DataFrame({"k": [pdf.k.iloc[0]], "n": [len(pdf)], "s": [int(pdf.v.sum())]}),
-        "k double, n long, s long"))
+        "k double, n long, s long")
 
     def norm(rs):
-        return sorted(((None if k is None else "nan" if k != k else k), n, s) for k, n, s in rs)
+        return sorted((("none" if k is None else "nan" if k != k else str(k)), n, s)
+                      for k, n, s in rs.collect())
 
     assert norm(ours) == norm(native)
-    assert sorted(n for _, n, _ in ours) == [1, 2, 3, 4, 5, 7]
+    assert sorted(n for _, n, _ in norm(ours)) == [1, 2, 3, 4, 5, 7]
 
 
 def test_types_round_trip_through_the_output(spark):
