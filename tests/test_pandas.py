@@ -97,29 +97,104 @@ def test_non_keyed_plan(df):
     assert m["FullWindowMapPartitionInPandas.numOutputRows"] == 40
 
 
-def test_frames_have_the_dtypes_and_values_pyspark_gives(spark):
-    src = spark.createDataFrame(
-        [(1, None, 1.5, "a", decimal.Decimal("1.25"), datetime.datetime(2024, 1, 2, 3, 4, 5),
-          datetime.date(2024, 1, 2), [1, 2], {"x": 1}, True),
-         (2, 7, None, None, None, None, None, None, None, None)],
-        "i long, n int, d double, s string, dec decimal(10,2), ts timestamp, dt date, "
-        "arr array<int>, st struct<x:int>, b boolean")
+# every column type a frame can hold, with and without nulls: the plain numbers, booleans and
+# binary columns are taken from pyarrow directly, the others converted by pyspark; both must
+# give what applyInPandas gives
+ALL_TYPES = ("i long, n int, d double, s string, dec decimal(10,2), ts timestamp, dt date, "
+             "arr array<int>, st struct<x:int>, b boolean, by tinyint, sh smallint, f float, "
+             "bin binary, nb tinyint, ns smallint, nl long, nf float, nbin binary, bb boolean, "
+             "ntz timestamp_ntz, m map<string,int>")
+ALL_TYPES_ROWS = [
+    (1, None, 1.5, "a", decimal.Decimal("1.25"), datetime.datetime(2024, 1, 2, 3, 4, 5),
+     datetime.date(2024, 1, 2), [1, 2], {"x": 1}, True, 3, 300, 2.5, b"xy", None, None, None,
+     None, None, False, datetime.datetime(2024, 1, 2, 3, 4, 5), {"a": 1}),
+    (2, 7, None, None, None, None, None, None, None, None, -4, -400, -0.25, b"", 5, 6, 7, 1.0,
+     b"z", True, None, None),
+    (3, 8, float("nan"), "c", decimal.Decimal("-3.50"), datetime.datetime(1999, 12, 31),
+     datetime.date(1999, 12, 31), [], {"x": None}, False, 0, 0, float("inf"), b"\x00",
+     1, 2, 3, 4.0, b"w", None, datetime.datetime(1999, 12, 31), {}),
+]
+
+
+@pytest.mark.parametrize("prefer_int_ext", ["false", "true"])
+def test_frames_have_the_dtypes_and_values_pyspark_gives(spark, prefer_int_ext):
+    src = spark.createDataFrame(ALL_TYPES_ROWS, ALL_TYPES)
 
     def describe(pdf):
         return pd.DataFrame({"col": list(pdf.columns),
                              "dtype": [str(t) for t in pdf.dtypes],
-                             "values": [json.dumps(pdf[c].tolist(), default=repr) for c in pdf.columns]})
+                             "values": [json.dumps(pdf[c].tolist(), default=repr) for c in pdf.columns],
+                             "types": [json.dumps([type(v).__name__ for v in pdf[c]])
+                                       for c in pdf.columns]})
 
-    schema = "col string, dtype string, values string"
-    # as groupBy().applyInPandas converts them (e.g. a nullable int column is float64 with NaN)
-    with_g = src.withColumn("g", F.lit(1))
-    native = rows(with_g.groupBy("g").applyInPandas(lambda p: describe(p.drop(columns="g")), schema))
-    assert ("n", "float64", "[NaN, 7.0]") in native
-    ours = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
-        lambda frames: map(describe, frames), schema)
-    keyed = with_g.keyBy("g").fullWindowPartition().mapPartitionInPandas(
-        lambda key, frames: (describe(f.drop(columns="g")) for f in frames), schema)
-    assert rows(ours) == native and rows(keyed) == native
+    schema = "col string, dtype string, values string, types string"
+    key = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+    spark.conf.set(key, prefer_int_ext)
+    try:
+        # as groupBy().applyInPandas converts them (e.g. a nullable int column is float64 with
+        # NaN, or Int32 with preferIntExtensionDtype)
+        with_g = src.withColumn("g", F.lit(1))
+        native = rows(with_g.groupBy("g").applyInPandas(lambda p: describe(p.drop(columns="g")),
+                                                          schema))
+        ours = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
+            lambda frames: map(describe, frames), schema)
+        keyed = with_g.keyBy("g").fullWindowPartition().mapPartitionInPandas(
+            lambda key, frames: (describe(f.drop(columns="g")) for f in frames), schema)
+        ours_rows, keyed_rows = rows(ours), rows(keyed)
+    finally:
+        spark.conf.unset(key)
+    assert len(native) == len(ALL_TYPES.split(", "))
+    n_dtype = "Int32" if prefer_int_ext == "true" else "float64"
+    assert [r[1] for r in native if r[0] == "n"] == [n_dtype]
+    assert ours_rows == native and keyed_rows == native
+
+
+def test_frames_of_numeric_columns_can_be_changed_in_place(spark, small_batches):
+    """Numeric columns come from Arrow memory; the frames are still the function's own."""
+    src = spark.range(0, 10, 1, 1).select((F.col("id") % 2).alias("k"), F.col("id").alias("v"),
+                                          (F.col("id") / 2).alias("x"))
+
+    def bump(key, frames):
+        for pdf in frames:
+            pdf.loc[0, "v"] = -1
+            pdf["x"] += 1
+            pdf.iloc[-1, 2] = 100.0
+            yield pdf
+
+    got = rows(src.keyBy("k").fullWindowPartition().mapPartitionInPandas(bump, src.schema))
+    changed = [r for r in got if r[1] == -1]
+    assert len(got) == 10 and len(changed) >= 4  # the first record of every frame
+    assert sum(1 for r in got if r[2] == 100.0) == len(changed)  # and the last one
+    untouched = [r for r in got if r[1] != -1 and r[2] != 100.0]
+    assert untouched and all(x == v / 2 + 1 for _, v, x in untouched)  # the column was added to
+
+
+def test_keyed_runs_with_null_nan_and_batch_spanning_keys(spark, small_batches):
+    """Keys spread over many batches (a batch inside one key is taken as one run without
+    comparing its records), nulls and NaNs at both ends of a batch: the same groups as
+    applyInPandas."""
+    keys = [None] * 4 + [float("nan")] * 5 + [0.0, 0.0] + [1.5] * 7 + [2.5] + [3.5] * 3
+    src = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "k double, v long").repartition(2)
+
+    def count(key, frames):
+        n = s = 0
+        for pdf in frames:
+            assert len(pdf) <= 3
+            n += len(pdf)
+            s += int(pdf.v.sum())
+        yield pd.DataFrame({"k": [key], "n": [n], "s": [s]})
+
+    ours = src.keyBy("k").fullWindowPartition().mapPartitionInPandas(count, "k double, n long, s long")
+    native = src.groupBy("k").applyInPandas(
+        lambda pdf: pd.DataFrame({"k": [pdf.k.iloc[0]], "n": [len(pdf)], "s": [int(pdf.v.sum())]}),
+        "k double, n long, s long")
+
+    def norm(rs):
+        return sorted((("none" if k is None else "nan" if k != k else str(k)), n, s)
+                      for k, n, s in rs.collect())
+
+    assert norm(ours) == norm(native)
+    assert sorted(n for _, n, _ in norm(ours)) == [1, 2, 3, 4, 5, 7]
 
 
 def test_types_round_trip_through_the_output(spark):

@@ -98,12 +98,25 @@ class KeySplitter:
             changed = diff if changed is None else pc.or_(changed, diff)
         return [0] + [p + 1 for p in pc.indices_nonzero(changed).to_pylist()]
 
+    def _one_run(self, batch: pa.RecordBatch) -> bool:
+        """Whether the whole batch is one run: its first and last records have the same
+        (non-null, non-NaN) compared values. The input is clustered by them (sorted), so a value
+        found at both ends holds in between: a batch inside a large key (the common case with
+        few keys) is then not compared record by record."""
+        last = batch.num_rows - 1
+        for i in self.compare_idx:
+            col = batch.column(i)
+            a, b = col[0].as_py(), col[last].as_py()
+            if a is None or a != b:  # NaN != NaN: left to the record-by-record comparison
+                return False
+        return True
+
     def split(self, batch: pa.RecordBatch):
         n = batch.num_rows
         if n == 0:
             return [], [], [], [[] for _ in self.extra_idx]
         if self.fast:
-            starts = self._starts_fast(batch) if n > 1 else [0]
+            starts = self._starts_fast(batch) if n > 1 and not self._one_run(batch) else [0]
             at = pa.array(starts, pa.int64()) if len(starts) < n else None
             values = {i: self._values(batch.column(i) if at is None else batch.column(i).take(at), i)
                       for i in self.compare_idx}
