@@ -13,10 +13,20 @@ PARTS, ROWS            the number of partitions, and of rows in each
 JAR                    (optional) the fullwindow jar to use instead of the package's: the test
                        passes a copy taken when it starts, so that every JVM of every run loads the
                        same classes even if the package's jar is rebuilt meanwhile
+PAUSE_PARTS            (optional) partitions whose rows are slowed after the full-window operation
+                       (comma-separated): PAUSES pauses (default 4) of PAUSE seconds (default 1)
+                       spread over each such partition. A resumed run reads its recovered
+                       partitions' committed files lazily, as the write pulls their rows, so this
+                       keeps such a read in progress long enough for a test to kill the executor
+                       doing it. Rows pass through unchanged.
+REPORT                 (optional) a file where the driver writes, after the job, what its own REST
+                       API says about it: the task attempts of its stages and the full-window
+                       commit's SQL metrics (recovered / committed partitions)
 
 The job: range(0, PARTS * ROWS) in PARTS partitions, then one non-keyed full-window mapPartition
 that gives every row its partition's row count, sum and the row's position in the partition, then a
-parquet write (all in one stage). The user function runs on the executors, which do not inherit
+parquet write (all in one stage; with PAUSE_PARTS, a pass-through filter that pauses comes before
+the write, in the same stage). The user function runs on the executors, which do not inherit
 this process's environment: MARKS, RUN and SLOW reach it through spark.executorEnv.*, so that they
 are not part of the pickled function (the operation's recovery fingerprint stays the same across
 runs).
@@ -70,6 +80,52 @@ def enrich(rows):
     return out
 
 
+def pauses(parts: str, rows: int, seconds: float, count: int):
+    """A filter condition true for every row that sleeps ``seconds`` in the task's thread at
+    ``count`` evenly spread rows of each partition in ``parts``: evaluated in the JVM row by row as
+    the write pulls the rows, so the rows before a pause have been read and those after it not yet
+    (Spark's ``java_method``: no Python involved, which a recovered partition never runs)."""
+    from pyspark.sql import functions as F
+
+    ids = ",".join(str(int(p)) for p in parts.split(","))
+    step = max(1, rows // count)
+    sleep = (f"java_method('java.lang.Thread', 'sleep', {int(seconds * 1000)}L)")
+    return F.expr(f"CASE WHEN spark_partition_id() IN ({ids}) AND pos % {step} = {step // 2} "
+                  f"THEN {sleep} ELSE 'null' END = 'null'")
+
+
+def write_report(sc, path: str) -> None:
+    """What this driver's REST API says about the job, as JSON: the write stage's task attempts
+    (index, attempt, executor, status, error) and the metrics of its FullWindowCommit node."""
+    import json
+    import time
+    import urllib.request
+
+    base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
+
+    def get(path):
+        with urllib.request.urlopen(base + path, timeout=60) as r:
+            return json.load(r)
+
+    deadline = time.time() + 120
+    while True:  # the listener bus may not have caught up with the job's end yet
+        stages = get("/stages?details=true")
+        sql = get("/sql?details=true&planDescription=false")
+        commit = [m for e in sql if e.get("status") == "COMPLETED" for n in e.get("nodes", [])
+                  if n.get("nodeName") == "FullWindowCommit" for m in n.get("metrics", [])]
+        done = stages and all(s.get("status") in ("COMPLETE", "FAILED", "SKIPPED") for s in stages)
+        if (done and commit) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    tasks = [{"stage": s["stageId"], "index": t["index"], "attempt": t["attempt"],
+              "executor": t["executorId"], "status": t["status"],
+              "error": (t.get("errorMessage") or "")[:300]}
+             for s in stages for t in (s.get("tasks") or {}).values()]
+    with open(path + ".tmp", "w") as f:
+        json.dump({"tasks": tasks, "commitMetrics": {m["name"]: m["value"] for m in commit}}, f)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     parts, rows = int(os.environ["PARTS"]), int(os.environ["ROWS"])
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.host": "127.0.0.1",
@@ -98,8 +154,13 @@ def main():
     print("DRIVER UI", sc.uiWebUrl, sc.applicationId, flush=True)
     out = spark.range(0, parts * rows, numPartitions=parts).fullWindowPartition().mapPartition(
         enrich, "id long, part long, n long, total long, pos long")
+    if os.environ.get("PAUSE_PARTS"):
+        out = out.where(pauses(os.environ["PAUSE_PARTS"], rows, float(os.environ.get("PAUSE", "1")),
+                               int(os.environ.get("PAUSES", "4"))))
     out.write.mode("overwrite").parquet(os.environ["OUT"])
     print("JOB DONE", flush=True)
+    if os.environ.get("REPORT"):
+        write_report(sc, os.environ["REPORT"])
     spark.stop()
 
 

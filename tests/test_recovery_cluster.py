@@ -89,8 +89,11 @@ class Driver:
         with open(self.log_path(run), errors="replace") as f:
             return f.read()
 
-    def start(self, run: str, slow: float, parts: int = N, rows: int = ROWS) -> subprocess.Popen:
+    def start(self, run: str, slow: float, parts: int = N, rows: int = ROWS,
+              **extra: str) -> subprocess.Popen:
+        """Starts the job's driver; ``extra``: more of the job's settings (its docstring)."""
         env = dict(os.environ)
+        env.update(extra)
         env.update(MASTER=self.cluster.url, RECOVERY_DIR=self.dir, JOB_ID=self.job_id, OUT=self.out,
                    MARKS=self.marks, JAR=self.jar, RUN=run, SLOW=str(slow), PARTS=str(parts),
                    ROWS=str(rows),
