@@ -233,17 +233,20 @@ def main(argv: list[str] | None = None) -> int:
     t = time.time()
     spark = _session(args.kind, event_dir)
     session_start = time.time() - t
-    from benchmarks.connect import _inputs
+    if args.kind == "classic":  # the input of benchmarks/connect.py's operations
+        from benchmarks.cases.keyed import MANY_KEYS, _columns
+        from benchmarks.data import parquet_input
+        from benchmarks.registry import Scale
 
-    if args.kind == "classic":
-        paths = _inputs(spark, args.rows, args.out_dir)
-    else:  # written by a classic run first
-        data = os.path.join(os.path.abspath(args.out_dir), "data")
-        found = sorted(glob.glob(data + f"/keyed-k*-r{args.rows}-p{PARTITIONS}-*"))
-        if not found:
-            raise SystemExit(f"no input for {args.rows} rows under {data}: run --kind classic "
-                             "first")
-        paths = {"keyed": found[0]}
+        parquet_input(spark, Scale(rows=args.rows, partitions=PARTITIONS, quick=False,
+                                   out_dir=args.out_dir), f"keyed-k{MANY_KEYS}",
+                      _columns(MANY_KEYS))
+    data = os.path.join(os.path.abspath(args.out_dir), "data")
+    found = sorted(glob.glob(data + f"/keyed-k*-r{args.rows}-p{PARTITIONS}-*"))
+    if not found:
+        raise SystemExit(f"no input for {args.rows} rows under {data}: run --kind classic "
+                         "first (it writes it)")
+    paths = {"keyed": found[0]}
     rpclog = _RpcLog(spark.client) if args.kind == "connect" else None
     runs = []
     for r in range(args.runs):
