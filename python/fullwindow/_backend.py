@@ -6,7 +6,9 @@ same logical nodes on the JVM side (the Connect plugin calls the facade's builde
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+import contextvars
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,6 +28,70 @@ def is_connect(obj: Any) -> bool:
 
 def backend(df: DataFrame) -> "ClassicBackend | ConnectBackend":
     return _CONNECT if is_connect(df) else _CLASSIC
+
+
+# ---- session settings, read once per operation ----------------------------------------------
+# A classic session reads a setting in this process (py4j); a Connect session asks the server,
+# one Config round trip per read. An operation reads up to six of these settings (recovery,
+# Arrow batch size and string types, runtime mode, processing-time policy), so on Connect the
+# first read inside an operation fetches all of them in ONE round trip and the later reads of
+# the same operation are answered from that snapshot. Settings are read when the operation is
+# defined (as before); nothing outlives the call of the public method.
+
+RECOVERY_ENABLED = "spark.fullwindow.recovery.enabled"
+OPERATION_SETTINGS: dict[str, Optional[str]] = {
+    RECOVERY_ENABLED: None,
+    "spark.sql.execution.arrow.useLargeVarTypes": "false",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    "spark.fullwindow.runtimeMode": "AUTOMATIC",
+    "spark.fullwindow.processingTime.allow": None,
+    "spark.fullwindow.processingTime.endOfInput": None,
+}
+_SNAPSHOT: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar(
+    "fullwindow_operation_settings", default=None)
+
+
+@contextlib.contextmanager
+def operation_settings() -> Iterator[None]:
+    """The scope of one public operation: Connect settings read inside it are fetched once.
+    Nested scopes (an operation calling another) share the outer one's snapshot."""
+    if _SNAPSHOT.get() is not None:
+        yield
+        return
+    token = _SNAPSHOT.set({})
+    try:
+        yield
+    finally:
+        _SNAPSHOT.reset(token)
+
+
+def conf_get(session: Any, key: str, default: Optional[str] = None) -> Optional[str]:
+    """``session.conf.get(key, default)``; on a Connect session inside an operation, served
+    from the operation's snapshot (the first read fetches every OPERATION_SETTINGS key in one
+    Config round trip)."""
+    snapshot = _SNAPSHOT.get()
+    if snapshot is None or not is_connect(session):
+        return session.conf.get(key, default)
+    values = snapshot.get(id(session))
+    if values is None:
+        wanted = dict(OPERATION_SETTINGS)
+        wanted.setdefault(key, default)
+        values = snapshot[id(session)] = _connect_conf_many(session, wanted)
+    if (key, default) not in values:
+        values[(key, default)] = session.conf.get(key, default)
+    return values[(key, default)]
+
+
+def _connect_conf_many(session: Any, wanted: dict[str, Optional[str]]) -> dict:
+    """``{(key, default): value}`` for every pair of ``wanted``, in one Config round trip (the
+    request ``conf.get(key, default)`` sends, with all pairs in it)."""
+    from pyspark.sql.connect.proto import ConfigRequest, KeyValue
+
+    pairs = list(wanted.items())
+    op = ConfigRequest.Operation(get_with_default=ConfigRequest.GetWithDefault(
+        pairs=[KeyValue(key=k, value=d) for k, d in pairs]))
+    result = session.conf._client.config(op)
+    return {(k, d): v for (k, d), (_, v) in zip(pairs, result.pairs)}
 
 
 def _quote(name: str) -> str:
@@ -228,7 +294,7 @@ class ConnectBackend(_Backend):
 
 
 def _check_no_recovery(session: Any) -> None:
-    raw = session.conf.get("spark.fullwindow.recovery.enabled", None)
+    raw = conf_get(session, RECOVERY_ENABLED, None)
     if raw is not None and str(raw).strip().lower() not in ("", "false"):
         raise ConfigurationError(
             "spark.fullwindow.recovery.enabled=true needs a classic SparkSession: recovery's "

@@ -184,8 +184,11 @@ def jvm_errors(operation: str) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
+            from fullwindow._backend import operation_settings
+
             try:
-                return fn(*args, **kwargs)
+                with operation_settings():
+                    return fn(*args, **kwargs)
             except FullWindowError:
                 raise
             except Exception as err:  # noqa: BLE001 - filtered in raise_from_java

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from fullwindow._backend import backend
+from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
 from fullwindow._compat import require_pandas_conversion
@@ -122,7 +122,7 @@ def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: 
 
 
 def _runtime_mode(spark: Any) -> str:
-    raw = (spark.conf.get("spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
+    raw = (conf_get(spark, "spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
     mode = raw.strip().upper()
     if mode not in ("BATCH", "STREAMING", "AUTOMATIC"):
         raise ConfigurationError(f"spark.fullwindow.runtimeMode is '{mode}'; expected one of: "

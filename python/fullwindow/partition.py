@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.types import DataType, StructType
 
-from fullwindow._backend import backend
+from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import resolve_sort_keys
 from fullwindow._compat import require_pandas_conversion
@@ -301,11 +301,11 @@ def _time_policy(spark: Any) -> "TimePolicy":
     """The processing-time policy in force (FLIP-134), read when the operation is defined."""
     from fullwindow.functions import TimePolicy
 
-    mode = (spark.conf.get("spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC").upper()
+    mode = (conf_get(spark, "spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC").upper()
     streaming = mode == "STREAMING"
-    allow = (spark.conf.get("spark.fullwindow.processingTime.allow", None)
+    allow = (conf_get(spark, "spark.fullwindow.processingTime.allow", None)
              or ("ALLOW" if streaming else "FAIL")).strip().upper()
-    end = (spark.conf.get("spark.fullwindow.processingTime.endOfInput", None)
+    end = (conf_get(spark, "spark.fullwindow.processingTime.endOfInput", None)
            or ("FIRE_AND_QUIESCE" if streaming else "IGNORE")).strip().upper()
     if allow not in _ALLOW:
         raise ConfigurationError(f"spark.fullwindow.processingTime.allow is '{allow}'; "
@@ -343,9 +343,9 @@ def _udf_column(df: DataFrame, operation: str, schema: StructType,
     spark = df.sparkSession
     be = backend(df)
     be.check(df)
-    large = (spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
+    large = (conf_get(spark, "spark.sql.execution.arrow.useLargeVarTypes", "false") or "false") \
         .lower() == "true"
-    batch = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
+    batch = int(conf_get(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", "10000") or 10000)
     encoder = RowEncoder(operation, schema, large, batch)
     return be.udf_column(df, schema, _named(make_runner(encoder), func))
 

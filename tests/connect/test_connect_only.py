@@ -70,3 +70,58 @@ def test_session_arguments():
         fullwindow.session(master="local[1]", remote="local[1]")
     with pytest.raises(TypeError, match=r"remote must be 'local\[N\]' or 'sc://host:port'"):
         fullwindow.session(remote="http://example")
+
+
+class _CountedRpcs:
+    """Counts the Connect client's round trips by method (the real stub, wrapped)."""
+
+    def __init__(self, spark):
+        self._stub = spark.client._stub
+        self.calls: list[str] = []
+        self._saved = {}
+        for name in ("AnalyzePlan", "Config", "ExecutePlan"):
+            method = self._saved[name] = getattr(self._stub, name)
+            setattr(self._stub, name, self._counted(name, method))
+
+    def _counted(self, name, method):
+        def call(*args, **kwargs):
+            self.calls.append(name)
+            return method(*args, **kwargs)
+        return call
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for name, method in self._saved.items():
+            setattr(self._stub, name, method)
+
+
+def test_an_operation_reads_its_settings_in_one_round_trip(spark):
+    """Recovery, Arrow batch settings, runtime mode and processing-time policy: one Config
+    round trip per operation (not one per setting), and the input and output schemas one
+    AnalyzePlan each; the action is one ExecutePlan."""
+    df = spark.range(0, 40, 1, 4).selectExpr("id % 5 AS k", "id AS v")
+    with _CountedRpcs(spark) as rpcs:
+        out = df.fullWindowPartition().mapPartition(
+            lambda rows: [(sum(1 for _ in rows),)], "n long")
+    assert rpcs.calls.count("Config") == 1, rpcs.calls
+    assert rpcs.calls.count("AnalyzePlan") == 2, rpcs.calls
+    assert sorted(r.n for r in out.collect()) == [10, 10, 10, 10]
+    with _CountedRpcs(spark) as rpcs:
+        keyed = df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v > b.v else b)
+    assert rpcs.calls.count("Config") == 1, rpcs.calls
+    assert sorted(tuple(r) for r in keyed.collect()) == [(k, 35 + k) for k in range(5)]
+
+
+def test_settings_are_read_again_by_the_next_operation(spark):
+    """The snapshot lives for one call: a setting changed between two operations is seen."""
+    df = spark.range(0, 20, 1, 2).selectExpr("id % 2 AS k", "id AS v")
+    spark.conf.set("spark.fullwindow.runtimeMode", "SOMETIMES")
+    try:
+        with pytest.raises(ConfigurationError, match="runtimeMode is 'SOMETIMES'"):
+            df.keyBy("k").reduce(lambda a, b: a)
+    finally:
+        spark.conf.unset("spark.fullwindow.runtimeMode")
+    out = df.keyBy("k").reduce(lambda a, b: a if a.v > b.v else b)
+    assert sorted(tuple(r) for r in out.collect()) == [(0, 18), (1, 19)]

@@ -365,8 +365,10 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     """``out``, the result of full-window ``operation``, made recoverable when recovery is on
     (unchanged otherwise): committed per partition, or partly or wholly read back from an
     earlier run of the same job."""
+    from fullwindow._backend import conf_get
+
     spark = out.sparkSession
-    raw = spark.conf.get(ENABLED, None)
+    raw = conf_get(spark, ENABLED, None)
     if raw is None or str(raw).strip().lower() == "false":
         return out
     settings = settings_of_session(spark, operation)
