@@ -59,11 +59,20 @@ _CONVERT_PARAMS = (inspect.signature(_RowsToArrow.convert).parameters
 
 def error_condition(err: Any) -> Optional[str]:
     """The error condition (e.g. ``DATATYPE_MISMATCH.INVALID_ORDERING_TYPE``) of a pyspark
-    exception: ``getCondition()`` from 4.0, ``getErrorClass()`` on 3.5; None without one."""
+    exception: ``getCondition()`` from 4.0, ``getErrorClass()`` on 3.5; 3.5's Connect client
+    leaves that empty, and the condition is only the ``[CONDITION]`` its message starts with.
+    None without one."""
     for name in ("getCondition", "getErrorClass"):
         if hasattr(err, name):
-            return getattr(err, name)()
-    return None
+            found = getattr(err, name)()
+            if found:
+                return found
+            break
+    import re
+
+    text = err.getMessage() if hasattr(err, "getMessage") else str(err)
+    leading = re.match(r"\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)*)\]", text or "")
+    return leading.group(1) if leading else None
 
 
 def require_row_conversion() -> None:
