@@ -54,5 +54,5 @@ def install() -> None:
     from fullwindow._compat import DATAFRAME_TYPES
 
     for cls in DATAFRAME_TYPES:
-        cls.fullWindowPartition = fullWindowPartition  # type: ignore[attr-defined]
-        cls.keyBy = keyBy  # type: ignore[attr-defined]
+        cls.fullWindowPartition = fullWindowPartition
+        cls.keyBy = keyBy
