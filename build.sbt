@@ -2,9 +2,9 @@
 //
 // Every line in dev/spark-lines gets a project `spark<major><minor>` (spark35 ... spark43) whose
 // sources are the common ones (jvm/src/main/scala) plus the shim folders whose range holds the
-// line (jvm/src/shims/spark-<line> or spark-<first>-<last>), plus jvm/src/connect/scala on 4.x
-// lines when that folder exists. `sbt jars` builds every line's jar in one invocation;
-// `sbt spark43/package` only one.
+// line (jvm/src/shims/spark-<line> or spark-<first>-<last>), plus the Spark Connect plugin:
+// jvm/src/connect/scala and the jvm/src/connect/shims folders that hold the line.
+// `sbt jars` builds every line's jar in one invocation; `sbt spark43/package` only one.
 //
 // Spark is not a managed dependency: each line is compiled against the jars of that line's own
 // pyspark wheel (the exact version dev/spark-lines names, installed by dev/setup in .venv for the
@@ -24,12 +24,24 @@ def lineProject(line: SparkLine): Project =
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value
-        // the Spark Connect plugin (Scala, and the Java generated from proto/ by dev/gen-proto
-        // for the oldest shaded protobuf runtime, 4.0's): every 4.x line
-        val connect = Seq("scala", "java").map(root / "jvm" / "src" / "connect" / _)
-        Seq(root / "jvm" / "src" / "main" / "scala") ++ shimDirs(root, line) ++
-          (if (line.major >= 4) connect.filter(_.isDirectory) else Nil)
+        // the Spark Connect plugin: common Scala, plus per line its RelationPlugin adapter and
+        // the Java generated from proto/ by dev/gen-proto for that line's shaded protobuf
+        val src = root / "jvm" / "src"
+        Seq(src / "main" / "scala") ++ shimDirs(src / "shims", line) ++
+          Seq(src / "connect" / "scala") ++ shimDirs(src / "connect" / "shims", line)
       },
+      // pyspark 3.5 ships no Spark Connect server jar: compile against the Maven artifact
+      libraryDependencies ++= ConnectServerArtifact.get(line.name).toSeq.map(v =>
+        ("org.apache.spark" % s"spark-connect_${line.scalaBinary}" % v % Provided).intransitive()),
+      // ... and say which in the jar (fullwindow/connect-server): fullwindow.session(remote=
+      // "local[N]") loads that artifact on the local server with spark.jars.packages
+      Compile / resourceGenerators += Def.task {
+        val out = (Compile / resourceManaged).value / "fullwindow" / "connect-server"
+        ConnectServerArtifact.get(line.name).toSeq.map { v =>
+          IO.write(out, s"org.apache.spark:spark-connect_${line.scalaBinary}:$v\n")
+          out
+        }
+      }.taskValue,
       Compile / unmanagedResourceDirectories := Seq(
         (LocalRootProject / baseDirectory).value / "jvm" / "src" / "main" / "resources"),
       Test / unmanagedSourceDirectories := Nil,

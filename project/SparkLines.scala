@@ -38,16 +38,27 @@ object SparkLines {
     dir
   }
 
-  /** The shim folders that hold a line: spark-<line> or spark-<first>-<last>. */
-  def shimDirs(root: File, line: SparkLine): Seq[File] = {
+  /**
+   * Lines whose pyspark wheel ships no Spark Connect server jar (3.5): the spark-connect_<scala>
+   * Maven artifact the Connect plugin is compiled against (provided: pyspark 3.5 loads it on the
+   * server with spark.jars.packages). Its RelationPlugin and planner API is the same in every 3.5
+   * release; 3.5.7 is the newest 3.5 spark-connect_2.12 the build's Maven Central resolves.
+   */
+  val ConnectServerArtifact: Map[String, String] = Map("3.5" -> "3.5.7")
+
+  /**
+   * The source folders of `shims` (jvm/src/shims or jvm/src/connect/shims) that hold a line:
+   * spark-<line>/{scala,java} or spark-<first>-<last>/{scala,java}.
+   */
+  def shimDirs(shims: File, line: SparkLine): Seq[File] = {
     val Range = """spark-(\d+)\.(\d+)(?:-(\d+)\.(\d+))?""".r
-    (root / "jvm" / "src" / "shims" * DirectoryFilter).get.sortBy(_.getName).flatMap { d =>
+    (shims * DirectoryFilter).get.sortBy(_.getName).flatMap { d =>
       d.getName match {
         case Range(a, b, c, e) =>
           val from = (a.toInt, b.toInt)
           val to = if (c == null) from else (c.toInt, e.toInt)
-          if (line.in(from, to)) Some(d / "scala") else None
-        case _ => None
+          if (line.in(from, to)) Seq(d / "scala", d / "java").filter(_.isDirectory) else Nil
+        case _ => Nil
       }
     }
   }

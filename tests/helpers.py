@@ -39,6 +39,30 @@ def needs_pandas_forms():
     return pytest.mark.skipif(why is not None, reason=f"refused on this line: {why}")
 
 
+def connect_result_metrics_missing() -> str | None:
+    """Why ``fullwindow.operator_metrics`` cannot work over Spark Connect on this line, or None:
+    a Connect client whose DataFrame has no ``executionInfo`` (3.5) keeps no result metrics, and
+    operator_metrics raises ``FullWindowValueError`` saying so (tests/smoke_connect checks it)."""
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError as err:
+        return f"no Spark Connect client ({err})"
+    if hasattr(ConnectDataFrame, "executionInfo"):
+        return None
+    return "pyspark's Connect DataFrame has no executionInfo (the result's metrics)"
+
+
+def needs_connect_result_metrics(refused: bool = False):
+    """A skip mark for a case that reads operator metrics over Spark Connect (see
+    connect_result_metrics_missing); ``refused=True``: for the case that checks the refusal."""
+    import pytest
+
+    why = connect_result_metrics_missing()
+    if refused:
+        return pytest.mark.skipif(why is None, reason="this line's Connect client keeps metrics")
+    return pytest.mark.skipif(why is not None, reason=f"not on this line: {why}")
+
+
 def is_connect(df: DataFrame) -> bool:
     """True for a Spark Connect DataFrame (tests/connect runs the suites over Connect)."""
     return type(df).__module__.startswith("pyspark.sql.connect.")

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from fullwindow._compat import PythonEvalType
+from fullwindow._compat import PythonEvalType, connect_dataframe, connect_execution_metrics
 from fullwindow.errors import ConfigurationError, FullWindowSetupError
 
 PLUGIN_CLASS = "org.apache.spark.sql.fullwindow.connect.FullWindowRelationPlugin"
@@ -207,13 +207,11 @@ class ConnectBackend(_Backend):
         """A Connect DataFrame over ``df`` whose plan is a FullWindowRelation that ``fill(rel,
         client)`` completes; analyzed at once (one round trip), so that a bad argument fails
         here with the same error as on a classic session, not at the first action."""
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
         from fullwindow._connect.plan import FullWindowPlan
 
         session = df.sparkSession
         _check_no_recovery(session)
-        out = ConnectDataFrame(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
+        out = connect_dataframe(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
         out.schema  # noqa: B018 - analyze now
         return out
 
@@ -277,8 +275,7 @@ class ConnectBackend(_Backend):
         action's are on ``df.executionInfo``."""
         from fullwindow.errors import FullWindowValueError
 
-        info = getattr(df, "executionInfo", None)
-        collected = info.metrics if info is not None else None
+        collected = connect_execution_metrics(df)
         if collected is None:
             raise FullWindowValueError(
                 "operator_metrics: this Spark Connect DataFrame has no execution metrics yet; "
@@ -305,14 +302,17 @@ def _check_no_recovery(session: Any) -> None:
 
 def setup_error_for_connect() -> FullWindowSetupError:
     """What a Connect server without fullwindow's plugin answers, said as what to do."""
+    from fullwindow._compat import connect_server_conf
     from fullwindow._jvm import EXTENSION_CLASS, jar_path
 
+    server = connect_server_conf(jar_path()).get("spark.jars.packages")
     return FullWindowSetupError(
         "the Spark Connect server does not run fullwindow's relation plugin. Start the server "
         "with these three settings: --jars " + jar_path() + " --conf spark.sql.extensions="
         + EXTENSION_CLASS + " --conf " + PLUGIN_CONF + "=" + PLUGIN_CLASS + " (e.g. "
-        "$SPARK_HOME/sbin/start-connect-server.sh --jars ... --conf ... --conf ...), or connect "
-        "with fullwindow.session(remote='local[2]'), which starts a local server carrying them.")
+        "$SPARK_HOME/sbin/start-connect-server.sh " + (f"--packages {server} " if server else "")
+        + "--jars ... --conf ... --conf ...), or connect with "
+        "fullwindow.session(remote='local[2]'), which starts a local server carrying them.")
 
 
 _CLASSIC = ClassicBackend()

@@ -11,6 +11,8 @@ import inspect
 from typing import Any, Callable, List, Optional
 
 import pyarrow as pa
+from pyspark.sql import Column as _Column
+from pyspark.sql import DataFrame as _DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema as _to_arrow_schema
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DoubleType,
                                FloatType, IntegerType, LongType, ShortType, StructType)
@@ -43,8 +45,10 @@ except ImportError:  # 3.5: the same converters live in the Connect client, whic
 else:
     _CONVERSION_ERROR = None
 
-__all__ = ["PythonEvalType", "VariantType", "arrow_value_converter", "enforce_schema",
-           "error_condition", "numpy_column_converter",
+__all__ = ["COLUMN_TYPES", "DATAFRAME_TYPES", "PythonEvalType", "VariantType",
+           "arrow_value_converter", "connect_dataframe",
+           "connect_execution_metrics", "connect_plan_observations", "connect_server_conf",
+           "enforce_schema", "error_condition", "numpy_column_converter",
            "require_pandas_conversion", "require_row_conversion",
            "rows_to_arrow", "to_arrow_schema", "to_pylist"]
 
@@ -57,11 +61,20 @@ _CONVERT_PARAMS = (inspect.signature(_RowsToArrow.convert).parameters
 
 def error_condition(err: Any) -> Optional[str]:
     """The error condition (e.g. ``DATATYPE_MISMATCH.INVALID_ORDERING_TYPE``) of a pyspark
-    exception: ``getCondition()`` from 4.0, ``getErrorClass()`` on 3.5; None without one."""
+    exception: ``getCondition()`` from 4.0, ``getErrorClass()`` on 3.5; 3.5's Connect client
+    leaves that empty, and the condition is only the ``[CONDITION]`` its message starts with.
+    None without one."""
     for name in ("getCondition", "getErrorClass"):
         if hasattr(err, name):
-            return getattr(err, name)()
-    return None
+            found = getattr(err, name)()
+            if found:
+                return found
+            break
+    import re
+
+    text = err.getMessage() if hasattr(err, "getMessage") else str(err)
+    leading = re.match(r"\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)*)\]", text or "")
+    return leading.group(1) if leading else None
 
 
 def require_row_conversion() -> None:
@@ -238,3 +251,81 @@ except ImportError:
             columns.append(column if column.type == field.type
                            else column.cast(target_type=field.type, safe=True))
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+
+
+# --- Spark Connect client ------------------------------------------------------------------------
+
+def _connect_types() -> tuple:
+    """The Connect client's DataFrame and Column classes where they do not derive from
+    ``pyspark.sql.DataFrame`` / ``Column`` (3.5); from 4.0 both kinds share those bases (and
+    ``pyspark.sql.classic`` holds the classic ones), so nothing is added."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark.sql.classic") is not None:
+        return (), ()
+    try:
+        from pyspark.sql.connect.column import Column as ConnectColumn
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError:  # no Connect client libraries: no Connect DataFrames either
+        return (), ()
+    return (ConnectDataFrame,), (ConnectColumn,)
+
+
+_CONNECT_DF, _CONNECT_COLUMN = _connect_types()
+#: what ``isinstance`` takes for "a DataFrame" / "a Column", classic or Spark Connect
+DATAFRAME_TYPES: tuple = (_DataFrame, *_CONNECT_DF)
+COLUMN_TYPES: tuple = (_Column, *_CONNECT_COLUMN)
+
+
+def connect_dataframe(plan: Any, session: Any) -> Any:
+    """A Spark Connect DataFrame over a client-side logical plan: ``DataFrame(plan, session)``
+    from 4.0; 3.5's constructor takes only the session, and ``DataFrame.withPlan`` sets the plan."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    if "plan" in inspect.signature(ConnectDataFrame.__init__).parameters:
+        return ConnectDataFrame(plan, session)
+    return ConnectDataFrame.withPlan(plan, session)  # type: ignore[attr-defined,unused-ignore]
+
+
+def connect_plan_observations(plan: Any) -> dict:
+    """The observations (``df.observe``) a Connect client plan holds: 3.5's plans keep none."""
+    return dict(getattr(plan, "observations", None) or {})
+
+
+def connect_execution_metrics(df: Any) -> Any:
+    """The SQL metrics the Connect server sent with ``df``'s last action's result
+    (``df.executionInfo.metrics`` from 4.0; None before an action). Raises
+    ``FullWindowValueError`` on a client that does not keep them (3.5 has no executionInfo)."""
+    if not hasattr(df, "executionInfo"):
+        import pyspark
+
+        from fullwindow.errors import FullWindowValueError
+
+        raise FullWindowValueError(
+            "operator_metrics: the Spark Connect client of pyspark "
+            f"{pyspark.__version__} does not keep the metrics its server sends with a result "
+            "(DataFrame.executionInfo exists from Spark 4.0 on); use a classic session "
+            "(fullwindow.session(master=...)) or the Spark UI of the Connect server")
+    info = df.executionInfo
+    return info.metrics if info is not None else None
+
+
+def connect_server_conf(jar: str) -> dict:
+    """Settings a local Connect server (``remote("local[N]")``) needs beyond fullwindow's own:
+    from 4.0 pyspark ships the Connect server in its jars/ (nothing to add); 3.5 does not, and
+    starts it only when the spark-connect artifact is on the class path (pyspark's docs: with
+    ``spark.jars.packages``), so this names the artifact the line's jar was compiled against
+    (its ``fullwindow/connect-server`` entry)."""
+    import os
+    import zipfile
+
+    import pyspark
+
+    jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    if not os.path.isdir(jars) or any(n.startswith("spark-connect_") for n in os.listdir(jars)):
+        return {}  # a pyspark that ships the server, or a SPARK_HOME install: as it is
+    with zipfile.ZipFile(jar) as z:
+        if "fullwindow/connect-server" not in z.namelist():
+            return {}
+        artifact = z.read("fullwindow/connect-server").decode().strip()
+    return {"spark.jars.packages": artifact}

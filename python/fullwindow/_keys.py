@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from fullwindow._compat import VariantType
+from fullwindow._compat import COLUMN_TYPES, VariantType
 from fullwindow._order import Order
 from fullwindow.errors import FullWindowTypeError, FullWindowValueError, KeyNotSortableError
 
@@ -101,7 +101,7 @@ def resolve_sort_keys(operation: str, df: DataFrame, key: Any, order: Any,
     default = Order.parse(order, "order")
     if key is None:
         raise FullWindowTypeError(f"{operation}: key must be {KEY_FORMS}; got None")
-    if isinstance(key, (list, tuple)) and not isinstance(key, Column):
+    if isinstance(key, (list, tuple)) and not isinstance(key, COLUMN_TYPES):
         if len(key) == 0:
             raise FullWindowValueError(f"{operation}: key is an empty list; give at least one key")
         pairs = []
@@ -142,7 +142,7 @@ def resolve_sort_keys(operation: str, df: DataFrame, key: Any, order: Any,
             expr, dt = found
             _check_sortable(operation, repr(k), dt)
             columns.append(F.col(expr))
-        elif isinstance(k, Column):
+        elif isinstance(k, COLUMN_TYPES):
             columns.append(k)
         elif callable(k):
             made = _selector_column(operation, current, k, key_type)

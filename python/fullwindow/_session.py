@@ -7,7 +7,7 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
-from fullwindow._compat import require_row_conversion
+from fullwindow._compat import connect_server_conf, require_row_conversion
 from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 from fullwindow._jvm import EXTENSION_CLASS, facade, jar_path
 from fullwindow.errors import FullWindowSetupError
@@ -63,6 +63,11 @@ def configure(builder: SparkSession.Builder,
                    _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
     if remote is not None:
         builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
+        # Spark 3.5: the server itself is a Maven artifact, unless the builder brings one
+        given = f"{options.get('spark.jars', '')},{options.get('spark.jars.packages', '')}"
+        if "spark-connect_" not in given:
+            for key, value in connect_server_conf(jar).items():
+                builder.config(key, _append_csv(options.get(key), value))
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
             builder.config(key, sys.executable)
@@ -81,7 +86,7 @@ def configure(builder: SparkSession.Builder,
 
 
 def _require_connect_plugin(jar: str) -> None:
-    """The jar of the running Spark line must carry the Spark Connect plugin (every 4.x line's
+    """The jar of the running Spark line must carry the Spark Connect plugin (every line's
     does; a jar built without jvm/src/connect would not)."""
     import zipfile
 
@@ -92,7 +97,7 @@ def _require_connect_plugin(jar: str) -> None:
     raise FullWindowSetupError(
         f"{os.path.basename(jar)} has no Spark Connect plugin, so a Connect server cannot run "
         "fullwindow with it: rebuild the jar with dev/jars (it carries the plugin on every "
-        "Spark 4.x line), or use fullwindow.session(master=...), a classic session.")
+        "supported Spark line), or use fullwindow.session(master=...), a classic session.")
 
 
 def _conf_value(value: object) -> str:

@@ -49,6 +49,10 @@ def keyBy(self: DataFrame, *cols: str) -> KeyedDataFrame:
 
 
 def install() -> None:
-    """Attaches the methods to ``pyspark.sql.DataFrame`` (done by ``import fullwindow``)."""
-    DataFrame.fullWindowPartition = fullWindowPartition  # type: ignore[attr-defined]
-    DataFrame.keyBy = keyBy  # type: ignore[attr-defined]
+    """Attaches the methods to ``pyspark.sql.DataFrame`` (done by ``import fullwindow``), and to
+    the Spark Connect DataFrame where that is a class of its own (3.5)."""
+    from fullwindow._compat import DATAFRAME_TYPES
+
+    for cls in DATAFRAME_TYPES:
+        cls.fullWindowPartition = fullWindowPartition
+        cls.keyBy = keyBy

@@ -16,7 +16,7 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
-from fullwindow._compat import require_pandas_conversion
+from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, require_pandas_conversion
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
@@ -59,7 +59,7 @@ def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]
         if not isinstance(c, str):
             got = "None" if c is None else f"{type(c).__name__} {c!r}"
             hint = (" (to key by an expression, add it as a column with withColumn first)"
-                    if isinstance(c, Column) else "")
+                    if isinstance(c, COLUMN_TYPES) else "")
             raise FullWindowTypeError(
                 f"{operation}: key #{i} must be the name (str) of a top-level column; got {got}"
                 f"{hint}")
@@ -210,7 +210,7 @@ class KeyedDataFrame:
         Both sides need the same number of keys, of the same types."""
         if not isinstance(other, KeyedDataFrame):
             got = "None" if other is None else f"{type(other).__name__} {other!r}"
-            hint = " (call .keyBy(...) on it first)" if isinstance(other, DataFrame) else ""
+            hint = " (call .keyBy(...) on it first)" if isinstance(other, DATAFRAME_TYPES) else ""
             raise FullWindowTypeError(f"coGroup: other must be a KeyedDataFrame, "
                                       f"e.g. other_df.keyBy('k'); got {got}{hint}")
         if other._df.sparkSession is not self._df.sparkSession:
@@ -405,9 +405,9 @@ class KeyedPartitionWindowedDataFrame:
             raise FullWindowTypeError(f"{label}: give aggregate Columns, or an AggregateFunction "
                                       "and a schema")
         first = args[0]
-        if isinstance(first, Column):
+        if isinstance(first, COLUMN_TYPES):
             for i, c in enumerate(args):
-                if not isinstance(c, Column):
+                if not isinstance(c, COLUMN_TYPES):
                     raise FullWindowTypeError(
                         f"{label}: argument #{i} must be an aggregate Column such as "
                         f"F.sum('v'); got {type(c).__name__} {c!r}")

@@ -9,7 +9,7 @@ from pyspark.sql.types import DataType, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import resolve_sort_keys
-from fullwindow._compat import require_pandas_conversion
+from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, require_pandas_conversion
 from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
@@ -25,7 +25,7 @@ class PartitionWindowedDataFrame:
     """
 
     def __init__(self, df: DataFrame):
-        if not isinstance(df, DataFrame):
+        if not isinstance(df, DATAFRAME_TYPES):
             raise TypeError(f"fullWindowPartition needs a DataFrame, got {type(df).__name__}")
         self._df = df
 
@@ -181,11 +181,11 @@ class PartitionWindowedDataFrame:
             raise FullWindowTypeError("aggregate: give aggregate Columns, or an AggregateFunction "
                                       "and a schema")
         first = args[0]
-        if isinstance(first, Column) or (isinstance(first, str) and schema is None
+        if isinstance(first, COLUMN_TYPES) or (isinstance(first, str) and schema is None
                                          and len(args) != 2):
             columns = []
             for i, c in enumerate(args):
-                if not isinstance(c, Column):
+                if not isinstance(c, COLUMN_TYPES):
                     raise FullWindowTypeError(
                         f"aggregate: argument #{i} must be an aggregate Column such as F.sum('v'); "
                         f"got {type(c).__name__} {c!r}")

@@ -81,6 +81,10 @@ class ConnectServer:
                 "spark.connect.grpc.binding.port": str(self.port),
                 "spark.ui.enabled": "false", "spark.driver.memory": "1g",
                 "spark.sql.shuffle.partitions": "4", "spark.pyspark.python": sys.executable}
+        import fullwindow
+        from fullwindow._compat import connect_server_conf
+
+        conf.update(connect_server_conf(fullwindow.jar_path()))  # 3.5: the server artifact
         conf.update(self.conf)
         args = server_command() + ["--master", self.master]
         if self.fullwindow:

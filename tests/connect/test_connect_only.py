@@ -9,6 +9,7 @@ from pyspark.errors import PythonException
 import fullwindow
 from fullwindow import ConfigurationError, FullWindowValueError
 from fullwindow._backend import ConnectBackend, backend
+from helpers import needs_connect_result_metrics
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,7 @@ def test_recovery_needs_a_classic_session(spark, df, tmp_path):
     assert df.fullWindowPartition().sortPartition("v").count() == 40
 
 
+@needs_connect_result_metrics()
 def test_operator_metrics_come_with_the_result(df):
     out = df.keyBy("k").fullWindowPartition().mapPartition(
         lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long")

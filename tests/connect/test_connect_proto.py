@@ -8,8 +8,10 @@ import subprocess
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GENERATED = ["jvm/src/connect/java/io/fullwindow/connect/proto",
-             "python/fullwindow/_connect/connect_pb2.py"]
+# Java per shaded protobuf-java major (4.x lines: protoc 4.29.3; 3.5: protoc 3.23.4), then Python
+JAVA = {"jvm/src/connect/shims/spark-4.0-4.3/java/io/fullwindow/connect/proto": "GeneratedMessage",
+        "jvm/src/connect/shims/spark-3.5/java/io/fullwindow/connect/proto": "GeneratedMessageV3"}
+GENERATED = [*JAVA, "python/fullwindow/_connect/connect_pb2.py"]
 
 
 def _files(path: str) -> dict[str, str]:
@@ -32,9 +34,10 @@ def test_checked_in_code_is_what_gen_proto_makes_now():
 
 
 def test_java_code_uses_spark_connects_shaded_protobuf():
-    java = _files(os.path.join(ROOT, GENERATED[0]))
-    for path in java.values():
-        text = open(path).read()
-        assert "com.google.protobuf" not in text, path
-    assert "org.sparkproject.connect.protobuf.GeneratedMessage" in open(
-        java["FullWindowRelation.java"]).read()
+    for folder, base in JAVA.items():
+        java = _files(os.path.join(ROOT, folder))
+        for path in java.values():
+            text = open(path).read()
+            assert "com.google.protobuf" not in text, path
+        assert f"org.sparkproject.connect.protobuf.{base} implements" in open(
+            java["FullWindowRelation.java"]).read(), folder

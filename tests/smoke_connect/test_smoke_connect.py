@@ -16,6 +16,7 @@ import fullwindow
 from fullwindow import ConfigurationError, EndOfStreamWindows, ProcessWindowFunction
 from fullwindow._backend import PLUGIN_CLASS, ConnectBackend, backend
 from fullwindow.errors import FullWindowValueError
+from helpers import needs_connect_result_metrics
 # the classic smoke suite's cases that a Connect session runs as they are (with this folder's
 # `spark` fixture: a local Connect server)
 from test_smoke import (df, test_aggregate_reduce_and_process, test_cogroup,  # noqa: F401
@@ -62,6 +63,7 @@ def test_keyed_reduce_batch_and_streaming_mode(spark):
         spark.conf.unset("spark.fullwindow.runtimeMode")
 
 
+@needs_connect_result_metrics()
 def test_operator_metrics(df):
     out = df.keyBy("k").fullWindowPartition().mapPartition(
         lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long")
@@ -71,6 +73,15 @@ def test_operator_metrics(df):
     m = fullwindow.operator_metrics(out)
     assert m["FullWindowKeyedMapPartition.numInputRows"] == 60
     assert m["FullWindowKeyedMapPartition.numOutputRows"] == 4
+
+
+@needs_connect_result_metrics(refused=True)
+def test_operator_metrics_refused_where_the_client_keeps_no_result_metrics(df):
+    out = df.keyBy("k").fullWindowPartition().mapPartition(
+        lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long")
+    assert sorted(tuple(r) for r in out.collect()) == [(k, 15) for k in range(4)]
+    with pytest.raises(FullWindowValueError, match="does not keep the metrics"):
+        fullwindow.operator_metrics(out)
 
 
 def test_error_mappings(spark, df):

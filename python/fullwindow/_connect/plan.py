@@ -5,6 +5,7 @@ from typing import Any, Callable, Sequence
 
 from pyspark.sql.connect.plan import LogicalPlan
 
+from fullwindow._compat import connect_plan_observations
 from fullwindow._connect.connect_pb2 import FullWindowRelation  # type: ignore[attr-defined]
 
 
@@ -30,9 +31,9 @@ class FullWindowPlan(LogicalPlan):
 
     @property
     def observations(self) -> dict:
-        merged = dict(super().observations)
+        merged = connect_plan_observations(super())
         for other in self._others:
-            merged.update(other.observations)
+            merged.update(connect_plan_observations(other))
         return merged
 
     def print(self, indent: int = 0) -> str:

@@ -5,16 +5,20 @@ import scala.jdk.CollectionConverters._
 import io.fullwindow.connect.proto.FullWindowRelation
 import io.fullwindow.connect.proto.FullWindowRelation.OperationCase
 
+import org.apache.spark.connect.proto
 import org.apache.spark.sql.{Column, Row}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.classic.Dataset
+import org.apache.spark.sql.connect.planner.SparkConnectPlanner
 import org.apache.spark.sql.fullwindow.{FullWindowAnalysisException, FullWindowErrors, FullWindowPython}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.fullwindow.shims.SparkShims.{Dataset, SparkSession}
 
 /**
  * What the Connect server's planner does for fullwindow, on any Spark line: turns the serialized
  * inputs and expressions of a [[FullWindowRelation]] into a classic Dataset and Columns (through
- * [[ConnectPlanning]], the version-dependent part in ConnectShims.scala), calls the same
- * [[FullWindowPython]] builder the py4j path calls, and returns the result's logical plan. So a
+ * [[ConnectPlanning]]), calls the same [[FullWindowPython]] builder the py4j path calls, and
+ * returns the result's logical plan. Only the RelationPlugin class, which calls this, differs
+ * by line (jvm/src/connect/shims/spark-<lines>, with that line's generated protobuf code). So a
  * Connect query gets the very nodes, rules, strategy and execs a classic one gets.
  */
 object FullWindowConnectPlanner {
@@ -71,11 +75,26 @@ object FullWindowConnectPlanner {
   }
 }
 
-/** The planner services [[FullWindowConnectPlanner]] needs; ConnectShims.scala implements them. */
+/** The planner services [[FullWindowConnectPlanner]] needs. */
 trait ConnectPlanning {
-  def session: org.apache.spark.sql.classic.SparkSession
+  def session: SparkSession
   /** A serialized spark.connect.Relation, planned and wrapped as a classic Dataset. */
   def dataset(relation: Array[Byte]): Dataset[Row]
   /** A serialized spark.connect.Expression, planned and wrapped as a Column. */
   def column(expression: Array[Byte]): Column
+}
+
+/**
+ * [[ConnectPlanning]] by a Connect server's planner: its transformRelation / transformExpression
+ * (the same names and proto classes on every line) and the SQL shims' Dataset and Column. The
+ * session is the planner's (how to reach it differs by line: the plugin class in jvm/src/connect/shims).
+ */
+private[connect] class PlannerServices(
+    planner: SparkConnectPlanner, override val session: SparkSession)
+    extends ConnectPlanning {
+  override def dataset(relation: Array[Byte]): Dataset[Row] =
+    SparkShims.ofRows(session, planner.transformRelation(proto.Relation.parseFrom(relation)))
+
+  override def column(expression: Array[Byte]): Column =
+    SparkShims.column(planner.transformExpression(proto.Expression.parseFrom(expression)))
 }
