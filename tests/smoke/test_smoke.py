@@ -225,3 +225,26 @@ def test_row_converters_need_the_connect_client_libraries_on_3_5():
     else:
         assert "CONFIGURED" in r.stdout, r.stdout + r.stderr[-2000:]
     assert "JVM False" in r.stdout
+
+
+def test_numeric_columns_reach_python_as_arrow_gives_them():
+    """fullwindow turns boolean, integer and floating columns into Python values through NumPy
+    (this line's pyarrow may make one scalar object per value): same values, types and Nones as
+    Arrow's own to_pylist, chunked or not."""
+    import math
+
+    import pyarrow as pa
+
+    from fullwindow._compat import to_pylist
+
+    columns = [pa.array([1, None, -3], pa.int8()), pa.array([2**63 - 1, None, -2**63], pa.int64()),
+               pa.array([2**64 - 1, 0], pa.uint64()), pa.array([1.5, None, float("nan"), 3.4e38], pa.float32()),
+               pa.array([0.1, None], pa.float64()), pa.array([True, None, False]),
+               pa.array([], pa.int32()), pa.array([None, None], pa.int16()),
+               pa.chunked_array([[1, 2], [None, 4]], pa.int32()), pa.array(["a", None])]
+    for column in columns:
+        ours, arrows = to_pylist(column), column.to_pylist()
+        assert len(ours) == len(arrows), column.type
+        for a, b in zip(ours, arrows):
+            assert type(a) is type(b), column.type
+            assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), column.type
