@@ -172,8 +172,8 @@ def test_pandas_forms_or_their_documented_refusal(spark, df):
                 call()
 
 
-def test_spark_connect_plugin_on_every_4x_line(tmp_path):
-    """Every 4.x line's jar carries the Spark Connect plugin and configure() puts it on a local
+def test_spark_connect_plugin_on_every_line(tmp_path):
+    """Every line's jar carries the Spark Connect plugin and configure() puts it on a local
     Connect server (tests/smoke_connect runs the operations over Connect); a jar without it is
     refused before any server starts."""
     import zipfile
@@ -184,15 +184,9 @@ def test_spark_connect_plugin_on_every_4x_line(tmp_path):
     from fullwindow._session import _require_connect_plugin
 
     with zipfile.ZipFile(fullwindow.jar_path()) as z:
-        has_plugin = PLUGIN_CLASS.replace(".", "/") + ".class" in z.namelist()
+        assert PLUGIN_CLASS.replace(".", "/") + ".class" in z.namelist()
     builder = SparkSession.builder.remote("local[2]")
-    if int(pyspark.__version__.split(".")[0]) >= 4:
-        assert has_plugin
-        assert fullwindow.configure(builder)._options[PLUGIN_CONF] == PLUGIN_CLASS
-    else:
-        assert not has_plugin
-        with pytest.raises(FullWindowSetupError, match="has no Spark Connect plugin"):
-            fullwindow.configure(builder)
+    assert fullwindow.configure(builder)._options[PLUGIN_CONF] == PLUGIN_CLASS
     bare = tmp_path / "bare.jar"
     with zipfile.ZipFile(bare, "w") as z:
         z.writestr("fullwindow/sql/FullWindowExtensions.class", b"")
