@@ -148,6 +148,43 @@ def test_a_partly_done_operation_reads_its_committed_shuffle_input(spark, tmp_pa
         assert last["recovered"] == 2 and last["layout"] == vertex["layout"]
 
 
+def _launch_order(spark, group: str) -> list[tuple[int, int]]:
+    """(task id, partition) of every task of the one job run under ``group``'s last stage, in
+    the order the scheduler launched them (task ids are given out in launch order)."""
+    tracker = spark.sparkContext.statusTracker()
+    [job] = tracker.getJobIdsForGroup(group)
+    stage = max(tracker.getJobInfo(job).stageIds)
+    info = tracker.getStageInfo(stage)
+    tasks = spark.sparkContext._jsc.sc().statusStore().taskList(stage, info.currentAttemptId,
+                                                                 1000)
+    return sorted((int(tasks.apply(i).taskId()), int(tasks.apply(i).index()))
+                  for i in range(tasks.length()))
+
+
+def test_recomputed_partitions_run_before_the_recovered_ones(spark, tmp_path):
+    """A resumed stage launches the partitions it computes again first and reads the recovered
+    ones back last, as fillers (they are short, and then run in a warm JVM), whatever their
+    numbers: here partitions 0 and 1 were committed before the crash, 2 and 3 were not."""
+    with Run(spark, tmp_path, "order") as run:
+        job = run.counted
+        first, _ = _collect(job())
+        run.restart()
+        fp = run.vertices("mapPartition")[0]["fingerprint"]
+        run.lose_outputs(fp, [2, 3])
+        sc = spark.sparkContext
+        sc.setJobGroup("fw-resume-order", "resumed run")
+        try:
+            again, plan = _collect(job())
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert again == first
+        assert "FullWindowCommittedInput" in plan, plan
+        assert run.vertices("mapPartition")[-1]["recovered"] == 2
+        order = [p for _, p in _launch_order(spark, "fw-resume-order")]
+        assert sorted(order) == [0, 1, 2, 3]
+        assert sorted(order[:2]) == [2, 3], order  # before the change: [0, 1, 2, 3]
+
+
 def test_coalesced_partitions_are_read_as_they_were_committed(spark, tmp_path):
     aqe = {"spark.sql.shuffle.partitions": "24",
            "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",

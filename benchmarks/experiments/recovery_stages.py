@@ -1,5 +1,6 @@
 """Where the recovery benchmark's job spends its time, stage by stage:
-``.venv/bin/python -m benchmarks.experiments.recovery_stages [--rows N] [--lose N] [--off]``.
+``.venv/bin/python -m benchmarks.experiments.recovery_stages [--rows N] [--partitions N] [--lose N]
+[--off] [--tasks]``; the short shape of issue 12: ``--rows 3000000 --partitions 8 --tasks``.
 
 Runs benchmarks/recovery.py's job (scan, hash repartition, ``mapPartition(score)``, Parquet
 write) twice, each in a fresh driver process with the Spark UI on, under one recovery job id:
@@ -7,7 +8,10 @@ first uninterrupted (it commits every partition and the shuffle input), then aft
 committed outputs of the last ``--lose`` partitions (default half), which is what a crash half way
 through the full-window stage leaves, minus the kill. For each run it prints when each stage was
 submitted and finished (seconds after the session was ready) and its task run time, task CPU,
-shuffle bytes and output, from Spark's REST API. ``--off`` sets
+shuffle bytes and output, from Spark's REST API; with ``--tasks`` also every job (submitted,
+completed) and every task (launch and end, run time, CPU, scheduler delay, deserialisation,
+locality, executor thread slot, whether its partition was recovered), and the driver's time
+before the first job and between the last task and the end. ``--off`` sets
 ``spark.fullwindow.recovery.commitShuffleInput=false`` (the resumed run then shuffles again).
 """
 from __future__ import annotations
@@ -22,16 +26,21 @@ import subprocess
 import sys
 import tempfile
 import time
+import socket
 import urllib.request
 
 from benchmarks import recovery as R
 
-PORT = 4079
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _child(args: argparse.Namespace) -> None:
     conf = {**R._recovery_conf(args.state, "stages"), "spark.ui.enabled": "true",
-            "spark.ui.port": str(PORT)}
+            "spark.ui.port": str(args.port)}
     if args.off:
         conf["spark.fullwindow.recovery.commitShuffleInput"] = "false"
     spark = R._session(args, conf, "stages")
@@ -39,8 +48,9 @@ def _child(args: argparse.Namespace) -> None:
     R._job(spark, args, os.path.join(args.state, "out"))
     t1 = time.time()
     app = spark.sparkContext.applicationId
-    url = f"http://localhost:{PORT}/api/v1/applications/{app}/stages"
-    stages = sorted(json.load(urllib.request.urlopen(url)), key=lambda s: s["stageId"])
+    api = f"http://localhost:{args.port}/api/v1/applications/{app}"
+    stages = sorted(json.load(urllib.request.urlopen(f"{api}/stages")),
+                    key=lambda s: s["stageId"])
 
     def at(stamp: str | None) -> float:
         if not stamp:
@@ -57,7 +67,48 @@ def _child(args: argparse.Namespace) -> None:
               f"run {s['executorRunTime'] / 1e3:.1f} s, CPU {s['executorCpuTime'] / 1e9:.1f} s, "
               f"shuffle write {s['shuffleWriteBytes'] >> 20} MiB, read "
               f"{s['shuffleReadBytes'] >> 20} MiB, output {s['outputBytes'] >> 20} MiB")
+    if args.tasks:
+        _tasks(api, stages, at, t1 - t0, {int(x) for x in args.recovered.split(",") if x})
     spark.stop()
+
+
+def _tasks(api: str, stages: list, at, job_s: float, recovered: set[int]) -> None:
+    jobs = sorted(json.load(urllib.request.urlopen(f"{api}/jobs")), key=lambda j: j["jobId"])
+    for j in jobs:
+        print(f"  job {j['jobId']}: +{at(j.get('submissionTime')):.2f} -> "
+              f"+{at(j.get('completionTime')):.2f} s, stages {j['stageIds']}, "
+              f"{j['numTasks']} tasks: {j.get('name', '')[:60]}")
+    if jobs:
+        print(f"  driver before the first job: {at(jobs[0].get('submissionTime')):.2f} s; "
+              f"after the last job: {job_s - at(jobs[-1].get('completionTime')):.2f} s")
+    for s in stages:
+        if not s["numCompleteTasks"]:
+            continue
+        tasks = json.load(urllib.request.urlopen(
+            f"{api}/stages/{s['stageId']}/{s['attemptId']}/taskList?length=1000"))
+        tasks.sort(key=lambda t: (t["launchTime"], t["index"]))
+        busy: dict[int, float] = {}
+        print(f"  stage {s['stageId']} tasks (launch order):")
+        for t in tasks:
+            m = t.get("taskMetrics") or {}
+            start = at(t["launchTime"])
+            end = start + t["duration"] / 1e3
+            # the slot that freed up last before this launch (a task's end is stamped a few
+            # ms after the next task on its slot may already have been launched)
+            free = [k for k, v in busy.items() if v <= start + 0.1]
+            slot = max(free, key=lambda k: busy[k]) if free else len(busy)
+            busy[slot] = end
+            out = m.get("outputMetrics", {}).get("recordsWritten", 0)
+            read = m.get("shuffleReadMetrics", {})
+            mark = " (recovered)" if t["index"] in recovered and len(tasks) > 1 else ""
+            print(f"    p{t['index']}{mark}: slot {slot} +{start:.2f} -> +{end:.2f} s "
+                  f"({t['duration'] / 1e3:.2f} s; run {m.get('executorRunTime', 0) / 1e3:.2f}, "
+                  f"CPU {m.get('executorCpuTime', 0) / 1e9:.2f}, deser "
+                  f"{m.get('executorDeserializeTime', 0) / 1e3:.2f}, sched delay "
+                  f"{t.get('schedulerDelay', 0) / 1e3:.2f}, GC {m.get('jvmGcTime', 0) / 1e3:.2f}, "
+                  f"{t.get('taskLocality')}; shuffle read "
+                  f"{read.get('remoteBytesRead', 0) + read.get('localBytesRead', 0) >> 20} MiB, "
+                  f"written {out:,} rows)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=12)
     p.add_argument("--lose", type=int)
     p.add_argument("--off", action="store_true")
+    p.add_argument("--tasks", action="store_true", help="jobs and tasks, not only stages")
+    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--recovered", default="", help=argparse.SUPPRESS)
     p.add_argument("--out-dir", default=R.DEFAULT_OUT)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--state", help=argparse.SUPPRESS)
@@ -78,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     lose = args.partitions // 2 if args.lose is None else args.lose
     cmd = [sys.executable, "-m", "benchmarks.experiments.recovery_stages", "--child",
            "--state", state, "--rows", str(args.rows), "--partitions", str(args.partitions),
-           "--out-dir", args.out_dir] + (["--off"] if args.off else [])
+           "--out-dir", args.out_dir, "--port", str(_free_port())] + (
+               ["--off"] if args.off else []) + (["--tasks"] if args.tasks else [])
     try:
         print("uninterrupted:")
         subprocess.run(cmd, cwd=R.ROOT, check=True, stderr=subprocess.DEVNULL)
@@ -87,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
                                             f"part-{i:05d}-*.rows")):
                 os.remove(f)
         print(f"resumed, the committed outputs of {lose} partitions deleted:")
-        subprocess.run(cmd, cwd=R.ROOT, check=True, stderr=subprocess.DEVNULL)
+        kept = ",".join(str(i) for i in range(args.partitions - lose))
+        subprocess.run(cmd + ["--recovered", kept], cwd=R.ROOT, check=True,
+                       stderr=subprocess.DEVNULL)
     finally:
         shutil.rmtree(state, ignore_errors=True)
     return 0

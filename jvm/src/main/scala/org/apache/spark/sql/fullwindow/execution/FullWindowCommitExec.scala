@@ -130,8 +130,25 @@ class FullWindowCommitRDD(
     committedMetric: SQLMetric) extends RDD[InternalRow](prev) {
 
   override protected def getPartitions: Array[Partition] = prev.partitions
+
+  /**
+   * Recovered partitions read a committed file and nothing else, so they prefer no place. When a
+   * run has recovered partitions and partitions to recompute, the recomputed ones run first:
+   * without a place of their own (a committed input, or a shuffle read without reducer
+   * locality) they prefer every host with an executor, which puts them at the NODE_LOCAL level,
+   * ahead of the recovered ones (NO_PREF, never delayed). The recovered partitions are then the
+   * short tasks that fill the cores at the end, in a JVM the recomputed ones have warmed up,
+   * instead of the first wave, paying its cold start alone while no full-window work runs.
+   */
   override protected def getPreferredLocations(split: Partition): Seq[String] =
-    prev.preferredLocations(split)
+    if (recovered.contains(split.index)) Nil
+    else {
+      val own = prev.preferredLocations(split)
+      if (own.nonEmpty || recovered.isEmpty) own else executorHosts
+    }
+
+  @transient private lazy val executorHosts: Seq[String] =
+    sparkContext.statusTracker.getExecutorInfos.map(_.host).distinct.sorted.toSeq
 
   override def compute(split: Partition, context: TaskContext): Iterator[InternalRow] = {
     val index = split.index
