@@ -255,6 +255,34 @@ def test_keyed_frames_hold_only_the_key_in_batch_sized_pieces(df, small_batches)
         assert sum(sizes) == 8 and max(sizes) <= 3 and len(sizes) >= 3
 
 
+def _frame_sizes(key, frames):
+    yield pd.DataFrame({"k": [key], "sizes": [[len(pdf) for pdf in frames]]})
+
+
+@pytest.mark.parametrize("setting, expected", [
+    # unset: the pandas forms' own default frame, 50,000 rows (docs/pandas.md)
+    (None, [50_000, 50_000, 20_000]),
+    # set, even to Spark's own default: the setting is honoured exactly
+    ("10000", [10_000] * 12),
+    ("70000", [70_000, 50_000]),
+])
+def test_frame_size_default_and_explicit_setting(spark, setting, expected):
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    assert spark.conf.get(key, None) is None or setting is not None
+    src = spark.range(0, 120_000, 1, 2).select(F.lit(7).cast("long").alias("k"), F.col("id").alias("v"))
+    if setting is not None:
+        spark.conf.set(key, setting)
+    try:
+        keyed = rows(src.keyBy("k").fullWindowPartition().mapPartitionInPandas(
+            _frame_sizes, "k long, sizes array<long>"))
+        whole = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
+            lambda frames: _frame_sizes(7, frames), "k long, sizes array<long>").collect()
+    finally:
+        spark.conf.unset(key)
+    assert keyed == [(7, expected)]
+    assert [tuple(r) for r in whole] == [(7, expected)]
+
+
 def test_keyed_plan_and_end_of_stream_windows_spelling(df):
     a = df.keyBy("k").fullWindowPartition().mapPartitionInPandas(count_sum, "k long, n long, s long")
     b = df.keyBy("k").window(EOS).applyInPandas(count_sum, "k long, n long, s long")
@@ -319,7 +347,7 @@ def test_keyed_heavy_key_streams_in_bounded_memory(spark):
     (got,) = src.keyBy("k").fullWindowPartition().mapPartitionInPandas(
         watch, "n long, pieces long, biggest long, total double, grew long").collect()
     assert got.n == n and got.total == float(sum(i % 7 for i in range(7)) * (n // 7) + sum(range(n % 7)))
-    assert got.biggest <= 10_000 and got.pieces >= n // 10_000
+    assert got.biggest == 50_000 and got.pieces == n // 50_000  # the pandas forms' default frame
     assert got.grew < 100 * 2**20, f"worker grew by {got.grew / 2**20:.0f} MiB"
 
 

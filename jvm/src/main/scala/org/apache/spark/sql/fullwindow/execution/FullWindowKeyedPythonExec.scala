@@ -46,7 +46,8 @@ case class FullWindowKeyedPythonExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID)
+    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
+      PythonArrowEval.pandasNode(nodeName))
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>

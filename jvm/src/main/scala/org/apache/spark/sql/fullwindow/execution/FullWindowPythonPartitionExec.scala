@@ -37,7 +37,8 @@ case class FullWindowPythonPartitionExec(
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID)
+    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
+      PythonArrowEval.pandasNode(nodeName))
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
@@ -64,18 +65,24 @@ case class FullWindowPythonPartitionExec(
  */
 final class PythonArrowEval private (
     factory: MapInBatchEvaluatorFactory,
-    val byteCheckSkipped: Boolean) extends Serializable {
+    val byteCheckSkipped: Boolean,
+    val batchRows: Option[Int]) extends Serializable {
 
   def eval(partitionIndex: Int, rows: Iterator[InternalRow]): Iterator[InternalRow] = {
     val evaluator = factory.createEvaluator()
-    if (!byteCheckSkipped) {
+    if (!byteCheckSkipped && batchRows.isEmpty) {
       evaluator.eval(partitionIndex, rows)
     } else {
-      // The runner reads the limit from SQLConf.get when it is constructed, inside eval.
+      // Spark's Arrow input reads both limits from SQLConf.get when its runner is constructed,
+      // inside eval, whatever the factory was given.
       val taskConf = new SQLConf
       SQLConf.get.getAllConfs.foreach { case (k, v) => taskConf.setConfString(k, v) }
-      taskConf.setConfString(SparkShims.ArrowMaxBytesPerBatchKey,
-        Int.MaxValue.toString)
+      if (byteCheckSkipped) {
+        taskConf.setConfString(SparkShims.ArrowMaxBytesPerBatchKey, Int.MaxValue.toString)
+      }
+      batchRows.foreach { n =>
+        taskConf.setConfString(SQLConf.ARROW_EXECUTION_MAX_RECORDS_PER_BATCH.key, n.toString)
+      }
       SQLConf.withExistingConf(taskConf)(evaluator.eval(partitionIndex, rows))
     }
   }
@@ -96,13 +103,37 @@ object PythonArrowEval {
       inputSchema: StructType,
       conf: SQLConf,
       pythonMetrics: Map[String, SQLMetric],
-      jobArtifactUUID: Option[String]): PythonArrowEval = {
+      jobArtifactUUID: Option[String],
+      pandasFrames: Boolean = false): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
     val factory = SparkShims.mapInArrowFactory(
       output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID)
+    val rows = pandasFrameRows(conf, pandasFrames)
     new PythonArrowEval(factory, byteLimitUnreachable(
-      inputSchema, conf.arrowMaxRecordsPerBatch, SparkShims.arrowMaxBytesPerBatch(conf)))
+      inputSchema, rows.getOrElse(conf.arrowMaxRecordsPerBatch),
+      SparkShims.arrowMaxBytesPerBatch(conf)), rows)
   }
+
+  /**
+   * Rows per input Arrow batch of the pandas forms when the session does not set
+   * `spark.sql.execution.arrow.maxRecordsPerBatch`. Each batch becomes at most one pandas frame,
+   * and a frame has a fixed cost (conversion, the function's own per-frame work): at Spark's
+   * default of 10,000 rows that cost was the whole difference to `applyInPandas` with a few
+   * large keys (benchmarks/notes/keyed.md); at 50,000 it falls to a third, and a frame is still
+   * a bounded slice of a key, never the whole key. `maxBytesPerBatch` still caps a batch.
+   */
+  val PandasFrameRows: Int = 50000
+
+  /** The rows per input batch when it is not the session's: an explicit setting always wins. */
+  def pandasFrameRows(conf: SQLConf, pandasFrames: Boolean): Option[Int] =
+    if (pandasFrames && !conf.contains(SQLConf.ARROW_EXECUTION_MAX_RECORDS_PER_BATCH.key)) {
+      Some(PandasFrameRows)
+    } else {
+      None
+    }
+
+  /** Whether a fullwindow Python node (by its name) hands the function pandas frames. */
+  def pandasNode(nodeName: String): Boolean = nodeName.endsWith("InPandas")
 
   /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */
   private def fixedWidth(dt: DataType): Option[Long] = dt match {
