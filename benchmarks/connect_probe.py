@@ -14,6 +14,11 @@ every run by timestamps (all wall-clock, one machine):
     .venv/bin/python -m benchmarks.connect_probe --kind classic --rows 2000000 --runs 4
     .venv/bin/python -m benchmarks.connect_probe --kind connect --rows 2000000 --runs 4
 
+``--cpu`` adds, per run, the CPU seconds of every thread group (client, JVM by thread name, each
+Python worker) and the seconds they waited for a CPU, from /proc; ``--dump-conf`` writes the
+session's settings; the user functions log their worker's set-up (environment, sys.path, flags,
+GC, threads) once per worker process and per-batch (or per-100,000-row) timings.
+
 Prints one table per run and a summary (medians of the warm runs, the first run left out);
 ``--json PATH`` writes the raw timestamps.
 """
@@ -43,31 +48,70 @@ def _process_start() -> float:
     return btime + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _log_worker(t_enter: float, t_exit: float, rows: int) -> None:
+_SETUP_LOGGED: set[int] = set()
+
+
+def _worker_setup() -> dict[str, Any]:
+    """What the worker process runs with (logged once per worker process): environment, path,
+    interpreter flags, tracing/profiling hooks, GC state, threads, loaded modules."""
+    import faulthandler
+    import gc
+    import threading
+
+    return {"env": dict(os.environ), "sys_path": list(sys.path), "cwd": os.getcwd(),
+            "flags": repr(sys.flags), "faulthandler": faulthandler.is_enabled(),
+            "profile": repr(sys.getprofile()), "trace": repr(sys.gettrace()),
+            "switchinterval": sys.getswitchinterval(), "gc_threshold": gc.get_threshold(),
+            "gc_frozen": gc.get_freeze_count(), "gc_tracked": len(gc.get_objects()),
+            "threads": [t.name for t in threading.enumerate()], "modules": len(sys.modules),
+            "connect_modules": sorted(m for m in sys.modules if "connect" in m)[:50],
+            "grpc_loaded": "grpc" in sys.modules, "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            "nice": os.nice(0)}
+
+
+def _log_worker(t_enter: float, t_exit: float, rows: int, cpu: float | None = None,
+                marks: list | None = None) -> None:
     path = os.environ.get(_LOG_ENV) or "/tmp/fw_probe_worker.log"
+    rec = {"pid": os.getpid(), "proc_start": _process_start(), "enter": t_enter,
+           "exit": t_exit, "rows": rows, "cpu": cpu, "marks": marks}
+    if os.getpid() not in _SETUP_LOGGED:
+        _SETUP_LOGGED.add(os.getpid())
+        rec["setup"] = _worker_setup()
     with open(path, "a") as f:
-        f.write(json.dumps({"pid": os.getpid(), "proc_start": _process_start(),
-                            "enter": t_enter, "exit": t_exit, "rows": rows}) + "\n")
+        f.write(json.dumps(rec) + "\n")
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def _count_sum_partition(rows):
     t0 = time.time()
+    c0 = _cpu()
     n = 0
     s = 0.0
+    marks = []  # (rows so far, seconds since t0, process CPU since c0) every 100,000 rows
     for r in rows:
         n += 1
         s += r.x
-    _log_worker(t0, time.time(), n)
+        if n % 100_000 == 0:
+            marks.append((n, round(time.time() - t0, 4), round(_cpu() - c0, 4)))
+    _log_worker(t0, time.time(), n, _cpu() - c0, marks)
     yield (n, s)
 
 
 def _pass_through(batches):
     t0 = time.time()
+    c0 = _cpu()
     n = 0
+    marks = []  # (rows in the batch, seconds waited for it) per batch received
     for b in batches:
+        t = time.time()
         n += b.num_rows
+        marks.append((b.num_rows, round(t - t0, 4)))
         yield b
-    _log_worker(t0, time.time(), n)
+    _log_worker(t0, time.time(), n, _cpu() - c0, marks[:3] + [len(marks)])
 
 
 def _count_sum_arrow(batches):
@@ -91,6 +135,85 @@ VARIANTS = {
     "map_in_arrow": lambda df: df.mapInArrow(_pass_through, "k long, v long, x double"),
     "map_in_arrow_rows": lambda df: df.mapInArrow(_count_sum_arrow, "n long, s double"),
 }
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_cpu(path: str) -> float:
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _runqueue_wait(path: str) -> float:
+    """Seconds a thread (or, summed over its threads, a process) was runnable but waiting for a
+    CPU: /proc/.../schedstat, second field."""
+    try:
+        with open(path.replace("/stat", "/schedstat")) as f:
+            return int(f.read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            out.setdefault(ppid, []).append(int(d))
+    return out
+
+
+def _thread_group(name: str) -> str:
+    """JVM thread names without their numbers (Executor task launch worker for task 3 -> ...)."""
+    import re
+
+    return re.sub(r"[0-9]+", "N", name.strip())
+
+
+def _cpu_snapshot() -> dict[str, float]:
+    """CPU seconds so far of this process's threads and of every descendant process, grouped:
+    'client:<thread>', 'jvm:<thread group>', 'proc:<comm> <pid>' (Python workers, daemon);
+    and 'wait:<client|jvm|python workers>': seconds runnable but waiting for a CPU."""
+    snap: dict[str, float] = {}
+    kids = _children()
+    todo = [(os.getpid(), "client")]
+    while todo:
+        pid, role = todo.pop()
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if role == "client" or comm == "java":
+                tag = "client" if role == "client" else "jvm"
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                            name = _thread_group(f.read())
+                        key = f"{tag}:{name}"
+                        path = f"/proc/{pid}/task/{tid}/stat"
+                        snap[key] = snap.get(key, 0.0) + _stat_cpu(path)
+                        snap["wait:" + tag] = snap.get("wait:" + tag, 0.0) + _runqueue_wait(path)
+                    except OSError:
+                        pass
+            else:
+                snap[f"proc:{comm} {pid}"] = _stat_cpu(f"/proc/{pid}/stat")
+                snap["wait:python workers"] = snap.get("wait:python workers", 0.0) + sum(
+                    _runqueue_wait(f"/proc/{pid}/task/{t}/stat")
+                    for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+        todo.extend((c, "child") for c in kids.get(pid, []))
+    return snap
+
+
+def _cpu_diff(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    d = {k: round(b[k] - a.get(k, 0.0), 2) for k in b}
+    return dict(sorted(((k, v) for k, v in d.items() if v >= 0.02), key=lambda kv: -kv[1]))
 
 
 class _RpcLog:
@@ -218,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", default=os.path.join(os.path.dirname(__file__), "out"))
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE, server setting")
     p.add_argument("--json", help="write the raw record here")
+    p.add_argument("--cpu", action="store_true",
+                   help="CPU seconds per thread/process during each action, from /proc")
+    p.add_argument("--dump-conf", help="write the server's Spark settings here (JSON)")
     args = p.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -248,6 +374,13 @@ def main(argv: list[str] | None = None) -> int:
                          "first (it writes it)")
     paths = {"keyed": found[0]}
     rpclog = _RpcLog(spark.client) if args.kind == "connect" else None
+    if args.dump_conf:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context  # in this process for both kinds
+        with open(args.dump_conf, "w") as f:
+            json.dump({"spark_conf": dict(sc.getConf().getAll()),
+                       "session_conf": dict(spark.conf.getAll)}, f, indent=1, sort_keys=True)
     runs = []
     for r in range(args.runs):
         for v in args.variants.split(","):
@@ -255,10 +388,12 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.time()
             df = VARIANTS[v](spark.read.parquet(paths["keyed"]))
             t1 = time.time()
+            c1 = _cpu_snapshot() if args.cpu else {}
             df.write.format("noop").mode("overwrite").save()
             t2 = time.time()
+            cpu = _cpu_diff(c1, _cpu_snapshot()) if args.cpu else {}
             runs.append({"variant": v, "round": r, "start": t0, "built": t1, "end": t2,
-                         "rpcs": rpclog.calls[mark:] if rpclog else []})
+                         "rpcs": rpclog.calls[mark:] if rpclog else [], "cpu": cpu})
     spark.stop()
     if args.kind == "connect":
         # the local server's SparkContext (the event log is written when it stops)
@@ -277,6 +412,12 @@ def main(argv: list[str] | None = None) -> int:
               "load": os.getloadavg(), "runs": []}
     for run in runs:
         split = _split(run, events, workers, seen)
+        if run.get("cpu"):
+            split["cpu"] = run["cpu"]
+        ws = [w for w in workers if run["built"] <= w["enter"] <= run["end"]]
+        if ws and ws[0].get("cpu") is not None:
+            split["func_cpu"] = sorted(round(w["cpu"], 3) for w in ws)
+            split["func_marks"] = [w["marks"] for w in ws][:1]
         record["runs"].append({"variant": run["variant"], "round": run["round"], **split})
         print(f"[{args.kind}] {run['variant']} round {run['round']}: "
               + json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
@@ -287,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{args.kind}] {v} medians of {len(warm)} warm runs: " + ", ".join(
             f"{k}={statistics.median(x[k] for x in warm):.3f}" for k in keys), flush=True)
     print(f"[{args.kind}] load {os.getloadavg()}", flush=True)
+    setups = {w["pid"]: w["setup"] for w in workers if "setup" in w}
+    if setups:
+        record["worker_setup"] = setups
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"record": record, "raw_runs": runs}, f)
