@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import kill_when, parquet_rows
+from helpers import kill_when, needs_pandas_forms, parquet_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -46,6 +46,12 @@ def test_top_n_per_partition(spark):
         mine = sorted((s for s in sales if s[0] == store), key=lambda s: (-s[2], s[1]))[:3]
         expected += [(store, i, a, rank) for rank, (_, i, a) in enumerate(mine, 1)]
     assert got == expected
+
+
+@needs_pandas_forms()
+def test_top_n_per_partition_in_pandas(spark):
+    mod = example("top_n_per_partition")
+    expected = [tuple(r) for r in mod.main(spark)]
     with_pandas = mod.top_sales(mod.sales(spark), use_pandas=True).orderBy("store", "rank")
     assert [tuple(r) for r in with_pandas.collect()] == expected
 
@@ -60,6 +66,12 @@ def test_orders_and_payments(spark):
         (4, "ana", 5.0, 0.0, 0, "unpaid"),
         (9, None, None, 7.0, 1, "payment without order"),
     ]
+
+
+@needs_pandas_forms()
+def test_orders_and_payments_in_pandas(spark):
+    mod = example("orders_payments")
+    got = [tuple(r) for r in mod.main(spark)]
     with_pandas = mod.reconciled(*mod.sample(spark), use_pandas=True).orderBy("order_id")
     assert [tuple(r) for r in with_pandas.collect()] == got
 
@@ -74,6 +86,7 @@ def _nightly(tmp_path, name: str, job_id: str, slow: float = 0.0) -> subprocess.
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
 
 
+@needs_pandas_forms()  # the example's job is a keyed mapPartitionInPandas
 def test_nightly_job_killed_and_resumed(tmp_path):
     from fullwindow.recovery import job_events
 

@@ -9,7 +9,7 @@ from pyspark.errors import PythonException
 import fullwindow
 from fullwindow import ConfigurationError, FullWindowValueError
 from fullwindow._backend import ConnectBackend, backend
-from helpers import needs_connect_result_metrics
+from helpers import connect_dataframe_keeps_schema, needs_connect_result_metrics
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,8 @@ def test_an_operation_reads_its_settings_in_one_round_trip(spark):
         out = df.fullWindowPartition().mapPartition(
             lambda rows: [(sum(1 for _ in rows),)], "n long")
     assert rpcs.calls.count("Config") == 1, rpcs.calls
-    assert rpcs.calls.count("AnalyzePlan") == 2, rpcs.calls
+    # a Connect DataFrame that does not keep its schema (pyspark 3.5) asks again for the input's
+    assert rpcs.calls.count("AnalyzePlan") == 2 + (not connect_dataframe_keeps_schema()), rpcs.calls
     assert sorted(r.n for r in out.collect()) == [10, 10, 10, 10]
     with _CountedRpcs(spark) as rpcs:
         keyed = df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v > b.v else b)
