@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from typing import Any, Callable, List, Optional
 
 import pyarrow as pa
@@ -70,8 +71,6 @@ def error_condition(err: Any) -> Optional[str]:
             if found:
                 return found
             break
-    import re
-
     text = err.getMessage() if hasattr(err, "getMessage") else str(err)
     leading = re.match(r"\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)*)\]", text or "")
     return leading.group(1) if leading else None

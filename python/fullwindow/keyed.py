@@ -351,8 +351,7 @@ class KeyedPartitionWindowedDataFrame:
         with an iterator of ``pandas.DataFrame`` holding only that key's records, streamed in
         frames of at most one Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch``
         rows when set, else 50,000), never the whole key at once; it yields DataFrames of
-        ``schema``. ``key`` is the
-        key's value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
+        ``schema``. ``key`` is the key's value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
         larger than memory goes through as long as ``func`` does not keep its frames.
 
         Examples:

@@ -128,3 +128,23 @@ def test_settings_are_read_again_by_the_next_operation(spark):
         spark.conf.unset("spark.fullwindow.runtimeMode")
     out = df.keyBy("k").reduce(lambda a, b: a if a.v > b.v else b)
     assert sorted(tuple(r) for r in out.collect()) == [(0, 18), (1, 19)]
+
+
+def test_every_rerun_module_brings_its_classic_modules_cases():
+    """Each test_connect_<name>.py holds no test of its own: it re-collects tests/test_<name>.py's
+    cases (``from test_<name> import *``), which assert results, plans and errors. A star
+    import that brought nothing (a renamed module, an ``__all__``) would silently run nothing."""
+    import importlib
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    reruns = [f[len("test_connect_"):-3] for f in os.listdir(here)
+              if f.startswith("test_connect_") and f[:-3] not in
+              ("test_connect_only", "test_connect_proto", "test_connect_server")]
+    assert len(reruns) >= 8, reruns
+    for name in reruns:
+        rerun = importlib.import_module(f"test_connect_{name}")
+        classic = importlib.import_module(f"test_{name}")
+        wanted = {n for n in dir(classic) if n.startswith("test_") and callable(getattr(classic, n))}
+        assert wanted, name
+        assert {n for n in wanted if getattr(rerun, n, None) is getattr(classic, n)} == wanted, name
