@@ -144,10 +144,12 @@ def _session(args: argparse.Namespace, conf: dict[str, str], name: str):
     import fullwindow
     local = os.path.join(os.path.abspath(args.out_dir), "spark-local")
     os.makedirs(local, exist_ok=True)
+    jvm = ({"spark.driver.extraJavaOptions": args.java_opts}
+           if getattr(args, "java_opts", None) else {})
     spark = fullwindow.session(master="local[2]", app_name=f"recovery {name}",
                                conf={**CONF, "spark.local.dir": local,
                                      "spark.sql.shuffle.partitions": str(args.partitions),
-                                     **conf})
+                                     **jvm, **conf})
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -198,7 +200,8 @@ def _child_run(args: argparse.Namespace) -> int:
                                           args.job_id)
         res["t_ready"] = time.time()
         import fullwindow.recovery
-        jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        jvm_pid = res["jvm_pid"] = int(
+            spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         cpu0, drv0 = _proc_tree_cpu(jvm_pid), time.process_time()
         _job(spark, args, args.output)
         res["t_written"] = time.time()
@@ -386,7 +389,38 @@ def _child_cmd(args: argparse.Namespace, mode: str, child_json: str, extra: list
     return [sys.executable, "-m", "benchmarks.recovery", "--child", mode, "--child-json",
             child_json, "--rows", str(args.rows), "--partitions", str(args.partitions),
             "--out-dir", args.out_dir, *extra,
-            *(["--recovery-base", args.recovery_base] if args.recovery_base else [])]
+            *(["--recovery-base", args.recovery_base] if args.recovery_base else []),
+            *([f"--java-opts={args.java_opts}"] if args.java_opts else [])]
+
+
+# the driver JVM's class-data sharing (--cds): its log lines off, so that nothing is printed
+CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def _class_data_archive(args: argparse.Namespace, rdir: str, base: str) -> str:
+    """--cds: a dynamic AppCDS archive of the driver JVM's classes (JDK 13+), made by one
+    untimed, uninterrupted run of the job that writes it at exit; every timed run (U and R alike)
+    then maps it. Made afresh each time, so it always matches the jars and JVM in use."""
+    path = os.path.join(os.path.abspath(args.out_dir), "cds", "recovery-driver.jsa")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        os.remove(path)
+    plain = args.java_opts
+    args.java_opts = f"-XX:ArchiveClassesAtExit={path} {CDS_QUIET} {plain}".strip()
+    try:
+        res = _run_process(args, "cds-dump", f"cds-{uuid.uuid4().hex[:6]}", rdir,
+                           os.path.join(base, "out-cds"))
+    finally:
+        args.java_opts = plain
+    # the JVM writes the archive as it exits, after the driver's Python process has ended
+    deadline = time.time() + 300
+    while res.get("jvm_pid") and os.path.exists(f"/proc/{res['jvm_pid']}") \
+            and time.time() < deadline:
+        time.sleep(0.2)
+    if res.get("status") != "completed" or not os.path.exists(path):
+        raise RuntimeError(f"--cds: the run that writes the archive failed: {res.get('status')}")
+    _log(f"class-data archive {path}: {os.path.getsize(path) >> 20} MiB")
+    return f"-XX:SharedArchiveFile={path} {CDS_QUIET} {plain}".strip()
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -489,6 +523,12 @@ def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
     rounds = []
     part: dict[str, Any] = {"kill_at_committed": kill_at, "loadavg_start": list(os.getloadavg()),
                             "rounds": rounds, "bar": args.bar}
+    if args.cds:
+        rdir = (os.path.join(base, "state") if not args.recovery_base
+                else f"{args.recovery_base}/resume-state")
+        args.java_opts = _class_data_archive(args, rdir, base)
+    if args.java_opts:
+        part["driver_java_options"] = args.java_opts
     for r in range(args.resume_rounds):
         order = ("U", "R") if r % 2 == 0 else ("R", "U")
         busy = _cpu_busy()
@@ -730,9 +770,12 @@ def _markdown(record: dict[str, Any]) -> str:
             continue
         res = record[name]
         nparts = res.get("partitions", record.get("partitions"))
+        jopts = res.get("driver_java_options")
         lines += [f"Resume rounds, {name} ({_size(res, record)}; job time: session ready → "
                   "output written; process time: process start → exit; job CPU split JVM / "
-                  "Python workers where recorded):", "",
+                  "Python workers where recorded"
+                  + (f"; every run's driver JVM (U and R alike) with `{jopts}`" if jopts else "")
+                  + "):", "",
                   "| round | order | U job / process (job CPU) | killed at (process time) | "
                   "committed at kill: durable events / files | recovered (+ input: its committed "
                   "shuffle input read back) | resumed job / process "
@@ -856,6 +899,11 @@ def main(argv: list[str] | None = None) -> int:
                         "HDFS started for the run (tests/hdfs.MiniHDFS, a free port, stopped "
                         "afterwards); parts are recorded under <label>_hdfs and overhead_hdfs")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per process")
+    p.add_argument("--java-opts", default="",
+                   help="spark.driver.extraJavaOptions of every run (U and R alike)")
+    p.add_argument("--cds", action="store_true",
+                   help="resume part: the driver JVM maps a class-data archive (AppCDS) made by "
+                        "one untimed run first; every timed run alike")
     p.add_argument("--quick", action="store_true", help="smoke test: tiny, one round each")
     p.add_argument("--out-dir", default=DEFAULT_OUT)
     p.add_argument("--no-record", action="store_true",

@@ -67,3 +67,13 @@ def test_recovery_benchmark_checks_its_rounds():
                                "resume": good})
     assert text.startswith(recovery.BEGIN) and text.endswith(recovery.END)
     assert "| 0.50× [0.50–0.50] | 1 of 1 | PASS |" in text
+    # driver JVM options (--java-opts, --cds) go to every run alike, and the table says which
+    import argparse
+    opts = "-XX:SharedArchiveFile=/x.jsa -Xlog:cds=off"
+    ns = argparse.Namespace(rows=10, partitions=2, out_dir="o", recovery_base=None,
+                            java_opts=opts)
+    assert recovery._child_cmd(ns, "run", "c.json", [])[-1] == f"--java-opts={opts}"
+    with_opts = recovery._markdown({"command": "x", "date": "d", "rows": 10, "partitions": 2,
+                                    "loadavg": {"start": [1, 1, 1], "end": [1, 1, 1]},
+                                    "resume": {**good, "driver_java_options": opts}})
+    assert f"every run's driver JVM (U and R alike) with `{opts}`" in with_opts
