@@ -89,3 +89,47 @@ def test_reachable_byte_limit_still_cuts_batches(spark, keyed):
     assert sum(sizes) == 30_000
     assert max(sizes) < 2000, sizes
     assert len(sizes) > 15
+
+
+def _identity(batches):
+    yield from batches
+
+
+def _keyed_identity(key, batches):
+    yield from batches
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_rows_of_every_kind_arrive_intact_in_exact_batches(spark, keyed):
+    """With no byte limit, batches are cut by rows only (on Spark 4.2+ by fullwindow's own
+    evaluation, which puts every input row into the struct column through one refilled wrapper
+    row): variable-width, nested, decimal and null values all arrive as they were, in batches
+    of exactly maxRecordsPerBatch rows."""
+    spark.conf.set(RECORDS_KEY, "700")
+    spark.conf.set(BYTES_KEY, str(2 ** 31 - 1))
+    try:
+        df = spark.range(0, 3000, 1, 2).select(
+            (F.col("id") % 3).alias("k"),
+            F.when(F.col("id") % 7 == 0, None).otherwise(F.concat(F.lit("s"), F.col("id")))
+            .alias("s"),
+            F.array(F.col("id"), F.col("id") * 2).alias("arr"),
+            (F.col("id") / 8).cast("decimal(20,3)").alias("d"),
+            F.struct(F.col("id").alias("i"), F.lit("x").alias("t")).alias("st"))
+        if keyed:
+            out = df.keyBy("k").fullWindowPartition().mapPartitionInArrow(_keyed_identity,
+                                                                          df.schema)
+            sizes = (df.keyBy("k").fullWindowPartition()
+                     .mapPartitionInArrow(_keyed_batch_sizes, "n long"))
+        else:
+            out = df.fullWindowPartition().mapPartitionInArrow(_identity, df.schema)
+            sizes = df.fullWindowPartition().mapPartitionInArrow(_batch_sizes, "n long")
+        got = sorted((tuple(r) for r in out.collect()), key=lambda t: t[2][0])  # arr[0] = id
+        want = sorted((tuple(r) for r in df.collect()), key=lambda t: t[2][0])
+        batch_sizes = [r.n for r in sizes.collect()]
+    finally:
+        spark.conf.unset(BYTES_KEY)
+        spark.conf.unset(RECORDS_KEY)
+    assert got == want
+    assert sum(batch_sizes) == 3000 and max(batch_sizes) == 700
+    if not keyed:  # two partitions of 1,500 rows: 700, 700, 100 each
+        assert sorted(batch_sizes) == [100, 100, 700, 700, 700, 700]

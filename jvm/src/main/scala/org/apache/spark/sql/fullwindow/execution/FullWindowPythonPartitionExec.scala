@@ -1,6 +1,6 @@
 package org.apache.spark.sql.fullwindow.execution
 
-import org.apache.spark.JobArtifactSet
+import org.apache.spark.{JobArtifactSet, PartitionEvaluatorFactory}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, PythonUDF}
@@ -9,7 +9,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.python.{MapInBatchEvaluatorFactory, PythonSQLMetrics}
+import org.apache.spark.sql.execution.python.PythonSQLMetrics
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.FullWindowExplain
 
@@ -64,7 +64,7 @@ case class FullWindowPythonPartitionExec(
  * runner is built with it off. Batches are then exactly what they would have been.
  */
 final class PythonArrowEval private (
-    factory: MapInBatchEvaluatorFactory,
+    factory: PartitionEvaluatorFactory[InternalRow, InternalRow],
     val byteCheckSkipped: Boolean,
     val batchRows: Option[Int]) extends Serializable {
 
@@ -106,12 +106,15 @@ object PythonArrowEval {
       jobArtifactUUID: Option[String],
       pandasFrames: Boolean = false): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
-    val factory = SparkShims.mapInArrowFactory(
-      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID)
     val rows = pandasFrameRows(conf, pandasFrames)
-    new PythonArrowEval(factory, byteLimitUnreachable(
-      inputSchema, rows.getOrElse(conf.arrowMaxRecordsPerBatch),
-      SparkShims.arrowMaxBytesPerBatch(conf)), rows)
+    val batchRows = rows.getOrElse(conf.arrowMaxRecordsPerBatch)
+    val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
+    val skipByteCheck = byteLimitUnreachable(inputSchema, batchRows, maxBytes)
+    // batches of exactly batchRows rows whenever no byte limit can end one earlier
+    val fixedRows = Some(batchRows).filter(_ > 0 && (skipByteCheck || maxBytes >= Int.MaxValue))
+    val factory = SparkShims.mapInArrowFactory(
+      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID, fixedRows)
+    new PythonArrowEval(factory, skipByteCheck, rows)
   }
 
   /**

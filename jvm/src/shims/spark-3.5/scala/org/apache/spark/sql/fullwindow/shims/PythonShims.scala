@@ -1,6 +1,8 @@
 package org.apache.spark.sql.fullwindow.shims
 
+import org.apache.spark.PartitionEvaluatorFactory
 import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, PythonUDF}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.{ArrowPythonRunner, MapInBatchEvaluatorFactory}
@@ -9,14 +11,16 @@ import org.apache.spark.sql.types.StructType
 
 /** Python calls, Spark 3.5: functions without result ids, no output type (taken from `output`). */
 trait PythonShims {
-  /** Spark's mapInArrow evaluation of `udf` (SQL_MAP_ARROW_ITER_UDF) over rows of `inputSchema`. */
+  /** Spark's mapInArrow evaluation of `udf` (SQL_MAP_ARROW_ITER_UDF) over rows of `inputSchema`
+    * (`fixedBatchRows` is for the 4.2+ evaluation; here Spark's batching is used as it is). */
   def mapInArrowFactory(
       output: Seq[Attribute],
       udf: PythonUDF,
       inputSchema: StructType,
       conf: SQLConf,
       pythonMetrics: Map[String, SQLMetric],
-      jobArtifactUUID: Option[String]): MapInBatchEvaluatorFactory =
+      jobArtifactUUID: Option[String],
+      fixedBatchRows: Option[Int]): PartitionEvaluatorFactory[InternalRow, InternalRow] =
     new MapInBatchEvaluatorFactory(
       output, Seq(ChainedPythonFunctions(Seq(udf.func))), inputSchema,
       conf.arrowMaxRecordsPerBatch, PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
