@@ -2,7 +2,7 @@ package org.apache.spark.sql.fullwindow.shims
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.{PartitionEvaluator, PartitionEvaluatorFactory, TaskContext}
+import org.apache.spark.{ContextAwareIterator, PartitionEvaluator, PartitionEvaluatorFactory, TaskContext}
 import org.apache.spark.api.python.{ChainedPythonFunctions, PythonEvalType}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, PythonUDF, UnsafeProjection}
@@ -68,9 +68,8 @@ private[fullwindow] class MapInArrowRows(
       override def eval(partitionIndex: Int, inputs: Iterator[InternalRow]*): Iterator[InternalRow] = {
         val context = TaskContext.get()
         val wrapper = new GenericInternalRow(1)
-        // read on the task's own thread (the runner has no writer thread since 4.0), so no
-        // ContextAwareIterator
-        val rows = inputs.head.map { row =>
+        // stops reading once the task is completed or killed, as Spark's evaluation does
+        val rows = new ContextAwareIterator(context, inputs.head).map { row =>
           wrapper.update(0, row)
           wrapper: InternalRow
         }
