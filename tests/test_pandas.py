@@ -259,8 +259,13 @@ def _frame_sizes(key, frames):
     yield pd.DataFrame({"k": [key], "sizes": [[len(pdf) for pdf in frames]]})
 
 
+def _co_frame_sizes(key, left, right):
+    sizes = [len(pdf) for pdf in left]
+    yield pd.DataFrame({"k": [key], "sizes": [sizes], "right": [[len(pdf) for pdf in right]]})
+
+
 @pytest.mark.parametrize("setting, expected", [
-    # unset: the pandas forms' own default frame, 50,000 rows (docs/pandas.md)
+    # unset: every pandas form's own default frame, 50,000 rows (docs/pandas.md)
     (None, [50_000, 50_000, 20_000]),
     # set, even to Spark's own default: the setting is honoured exactly
     ("10000", [10_000] * 12),
@@ -277,10 +282,15 @@ def test_frame_size_default_and_explicit_setting(spark, setting, expected):
             _frame_sizes, "k long, sizes array<long>"))
         whole = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
             lambda frames: _frame_sizes(7, frames), "k long, sizes array<long>").collect()
+        # coGroup: the key's left records come first in the merged stream, then the right ones
+        other = spark.range(0, 3, 1, 1).select(F.lit(7).cast("long").alias("k"), F.col("id").alias("w"))
+        co = src.keyBy("k").coGroup(other.keyBy("k")).window(EOS).applyInPandas(
+            _co_frame_sizes, "k long, sizes array<long>, right array<long>").collect()
     finally:
         spark.conf.unset(key)
     assert keyed == [(7, expected)]
     assert [tuple(r) for r in whole] == [(7, expected)]
+    assert [tuple(r) for r in co] == [(7, expected, [3])]
 
 
 def test_keyed_plan_and_end_of_stream_windows_spelling(df):
@@ -417,7 +427,7 @@ def test_cogroup_big_key_streams_when_left_is_read_first(spark):
     (got,) = a.keyBy("k").coGroup(b.keyBy("k")).window(EOS).applyInPandas(
         f, "k int, nl long, total long, biggest long, grew long").collect()
     assert (got.k, got.nl, got.total) == (7, n, n * (n - 1))
-    assert got.biggest <= 10_000
+    assert got.biggest == 50_000  # the pandas forms' default frame, coGroup's too
     assert got.grew < 100 * 2**20, f"worker grew by {got.grew / 2**20:.0f} MiB"
 
 

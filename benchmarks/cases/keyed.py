@@ -4,6 +4,8 @@ speed"):
 - keyed mapPartition   vs groupBy().applyInPandas              >= 1.5x   (many keys, few keys)
 - keyed mapPartitionInPandas vs groupBy().applyInPandas        >= 2x at 10,000 keys, >= 1.0x at 8
 - coGroup              vs groupBy().cogroup().applyInPandas    >= 2x
+- coGroup applyInPandas vs groupBy().cogroup().applyInPandas   >= 2x at 10,000 keys (the coGroup
+  bar); at 8 large keys >= 1.0x (no bar of its own: the keyed pandas form's, the same shape)
 
 Both variants do the same per-key work, each in the way its API is naturally written:
 
@@ -218,14 +220,18 @@ def cogroup_count_sum_pd(key, left, right):
                          "nr": [len(right)], "sr": [float(right["x"].sum())]})
 
 
-def _cogroup_setup(spark, scale: Scale):
+def _cogroup_inputs(spark, scale: Scale, keys: int):
     # right: half as many rows as left, over the same key range (a different seed, so most keys
     # are on both sides and some on one side only)
     right_scale = Scale(rows=max(scale.rows // 2, 1), partitions=scale.partitions,
                         quick=scale.quick, out_dir=scale.out_dir, seed=scale.seed + 100)
-    left = parquet_input(spark, scale, f"cogroup-left-k{MANY_KEYS}", _columns(MANY_KEYS))
-    right = parquet_input(spark, right_scale, f"cogroup-right-k{MANY_KEYS}", _columns(MANY_KEYS))
+    left = parquet_input(spark, scale, f"cogroup-left-k{keys}", _columns(keys))
+    right = parquet_input(spark, right_scale, f"cogroup-right-k{keys}", _columns(keys))
     return left, right
+
+
+def _cogroup_setup(spark, scale: Scale):
+    return _cogroup_inputs(spark, scale, MANY_KEYS)
 
 
 def _ours_cogroup(data):
@@ -258,3 +264,61 @@ register(Case(
                         "right['x'].sum()})",
               "shuffle partitions": "4"},
 ))
+
+
+# ---- coGroup applyInPandas vs cogroup().applyInPandas ---------------------------------------
+#
+# The pandas form of coGroup against the pandas API, doing the same vectorized work per key:
+# ours gets each side's records of the key as a stream of frames (one Arrow batch at most each)
+# and sums them frame by frame; cogroup().applyInPandas gets each side's records as one frame.
+
+
+def cogroup_count_sum_frames(key, left, right):
+    """fullwindow, pandas: count and sum x over each side's frames (left first)."""
+    nl = 0
+    sl = 0.0
+    for pdf in left:
+        nl += len(pdf)
+        sl += float(pdf["x"].sum())
+    nr = 0
+    sr = 0.0
+    for pdf in right:
+        nr += len(pdf)
+        sr += float(pdf["x"].sum())
+    yield pd.DataFrame({"k": [key], "nl": [nl], "sl": [sl], "nr": [nr], "sr": [sr]})
+
+
+def _ours_cogroup_pandas(data):
+    a, b = data
+    run_noop(a.keyBy("k").coGroup(b.keyBy("k")).window(EndOfStreamWindows.get())
+             .applyInPandas(cogroup_count_sum_frames, _COGROUP_SCHEMA))
+
+
+def _cogroup_pandas_case(name: str, keys: int, bar: float, bar_note: str) -> None:
+    register(Case(
+        name=name, group=GROUP,
+        description=("a.keyBy('k').coGroup(b.keyBy('k')).window(EndOfStreamWindows.get())"
+                     ".applyInPandas(f) vs a.groupBy('k').cogroup(b.groupBy('k')).applyInPandas(g); "
+                     "per key, f counts rows and sums x frame by frame over each side's frames, "
+                     "g takes len() and ['x'].sum() of the two pandas DataFrames; "
+                     f"{keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}, right side half "
+                     "the rows of the left"),
+        setup=lambda spark, scale: _cogroup_inputs(spark, scale, keys),
+        ours=_ours_cogroup_pandas, native=_native_cogroup,
+        bar=bar, bar_note=bar_note, rows=2_000_000, partitions=4, spark_conf=_CONF,
+        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+        settings={"left": f"rows (the case's row count), k over {keys:,} keys",
+                  "right": f"rows / 2, k over the same {keys:,} keys, another seed",
+                  "ours": "for pdf in left: nl += len(pdf); sl += pdf['x'].sum(); the same for "
+                          "right -> yield pd.DataFrame({k, nl, sl, nr, sr})",
+                  "native": "pd.DataFrame({k, len(left), left['x'].sum(), len(right), "
+                            "right['x'].sum()})",
+                  "frames": "spark.sql.execution.arrow.maxRecordsPerBatch not set (ours: "
+                            "50,000-row frames, the pandas forms' default)",
+                  "shuffle partitions": "4"},
+    ))
+
+
+_cogroup_pandas_case("cogroup_in_pandas", MANY_KEYS, 2.0, "the coGroup bar")
+_cogroup_pandas_case("cogroup_in_pandas_few_keys", FEW_KEYS, 1.0,
+                     "a reference, not a DESIGN bar: the keyed pandas form's at 8 large keys")

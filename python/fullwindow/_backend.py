@@ -155,8 +155,9 @@ class ClassicBackend(_Backend):
         spark = df.sparkSession
         return DataFrame(self._fw(df).aggregate(df._jdf, self._columns(spark, columns)), spark)
 
-    def python_partition(self, df, operation, udf):
-        return DataFrame(self._fw(df).pythonPartition(df._jdf, operation, udf._jc), df.sparkSession)
+    def python_partition(self, df, operation, udf, pandas):
+        jdf = self._fw(df).pythonPartition(df._jdf, operation, udf._jc, bool(pandas))
+        return DataFrame(jdf, df.sparkSession)
 
     def keyed_repartition(self, df, keys):
         spark = df.sparkSession
@@ -168,10 +169,10 @@ class ClassicBackend(_Backend):
                                           self._columns(spark, columns))
         return DataFrame(jdf, spark)
 
-    def keyed_python(self, df, operation, keys, udf):
+    def keyed_python(self, df, operation, keys, udf, pandas):
         spark = df.sparkSession
         jdf = self._fw(df).keyedPythonPartition(df._jdf, operation, self._strings(spark, keys),
-                                                udf._jc)
+                                                udf._jc, bool(pandas))
         return DataFrame(jdf, spark)
 
     def keyed_running(self, df, operation, keys, sequence, udf):
@@ -180,10 +181,10 @@ class ClassicBackend(_Backend):
                                         udf._jc)
         return DataFrame(jdf, spark)
 
-    def co_group(self, left, right, left_keys, right_keys, udf):
+    def co_group(self, left, right, left_keys, right_keys, udf, pandas):
         spark = left.sparkSession
         jdf = self._fw(left).coGroup(left._jdf, right._jdf, self._strings(spark, left_keys),
-                                     self._strings(spark, right_keys), udf._jc)
+                                     self._strings(spark, right_keys), udf._jc, bool(pandas))
         return DataFrame(jdf, spark)
 
     def operator_metrics(self, df) -> dict[str, int]:
@@ -230,10 +231,11 @@ class ConnectBackend(_Backend):
             rel.aggregate.columns.extend(self._expr(client, c) for c in columns)
         return self._build(df, fill)
 
-    def python_partition(self, df, operation, udf):
+    def python_partition(self, df, operation, udf, pandas):
         def fill(rel, client):
             rel.python_partition.operation = operation
             rel.python_partition.udf = self._expr(client, udf)
+            rel.python_partition.pandas = bool(pandas)
         return self._build(df, fill)
 
     def keyed_repartition(self, df, keys):
@@ -247,10 +249,10 @@ class ConnectBackend(_Backend):
             rel.keyed_aggregate.columns.extend(self._expr(client, c) for c in columns)
         return self._build(df, fill)
 
-    def keyed_python(self, df, operation, keys, udf):
+    def keyed_python(self, df, operation, keys, udf, pandas):
         def fill(rel, client):
             m = rel.keyed_python_partition
-            m.operation, m.udf = operation, self._expr(client, udf)
+            m.operation, m.udf, m.pandas = operation, self._expr(client, udf), bool(pandas)
             m.keys.extend(keys)
         return self._build(df, fill)
 
@@ -261,13 +263,13 @@ class ConnectBackend(_Backend):
             m.keys.extend(keys)
         return self._build(df, fill)
 
-    def co_group(self, left, right, left_keys, right_keys, udf):
+    def co_group(self, left, right, left_keys, right_keys, udf, pandas):
         def fill(rel, client):
             m = rel.co_group
             m.right = right._plan.plan(client).SerializeToString()
             m.left_keys.extend(left_keys)
             m.right_keys.extend(right_keys)
-            m.udf = self._expr(client, udf)
+            m.udf, m.pandas = self._expr(client, udf), bool(pandas)
         return self._build(left, fill, [right])
 
     def operator_metrics(self, df) -> dict[str, int]:

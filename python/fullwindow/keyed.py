@@ -115,9 +115,10 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
 
 
 def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: StructType,
-                  make_runner: Callable[[Any], Any], func: Any, extra: Any = None) -> DataFrame:
+                  make_runner: Callable[[Any], Any], func: Any, extra: Any = None,
+                  pandas: bool = False) -> DataFrame:
     column = _udf_column(df, f"keyed {operation}", schema, make_runner, func)
-    out = backend(df).keyed_python(df, operation, keys, column)
+    out = backend(df).keyed_python(df, operation, keys, column, pandas)
     return _recoverable(out, f"keyed {operation}", keys, func, extra)
 
 
@@ -342,7 +343,8 @@ class KeyedPartitionWindowedDataFrame:
         options = PandasOptions.of(self._df.sparkSession)
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.map_partition_in_pandas(
-                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH, options), func)
+                                 func, in_schema, key_idx, enc, _PREFETCH_DEPTH, options), func,
+                             pandas=True)
 
     @jvm_errors("keyed mapPartitionInPandas")
     def mapPartitionInPandas(self, func: Callable[[Any, Iterator[Any]], Iterable[Any]],
@@ -674,12 +676,14 @@ class CoGroupedWindowedDataFrames:
                               lambda merged, nkeys, lschema, rschema: lambda enc:
                               _keyed_worker.co_group_in_pandas(func, merged, nkeys, lschema,
                                                                rschema, enc, _PREFETCH_DEPTH,
-                                                               options))
+                                                               options), pandas=True)
 
     def _co_group(self, operation: str, func: Callable[..., Any], schema: Union[StructType, str],
-                  expected: str, make_runner: Callable[..., Any]) -> DataFrame:
+                  expected: str, make_runner: Callable[..., Any],
+                  pandas: bool = False) -> DataFrame:
         """The coGroup of the two sides running ``make_runner(merged, nkeys, left schema, right
-        schema)(encoder)`` in each task, as coGroup's ``operation``."""
+        schema)(encoder)`` in each task, as coGroup's ``operation`` (``pandas``: the function
+        takes pandas frames)."""
         from fullwindow import _keyed_worker
 
         label = f"coGroup {operation}"
@@ -691,7 +695,7 @@ class CoGroupedWindowedDataFrames:
         merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
         nkeys = len(left.keys)
         column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema), func)
-        out = backend(ldf).co_group(ldf, rdf, left.keys, right.keys, column)
+        out = backend(ldf).co_group(ldf, rdf, left.keys, right.keys, column, pandas)
         name = "coGroup" if operation == "apply" else f"coGroup {operation}"
         return _recoverable(out, name, (left.keys, right.keys), func)
 

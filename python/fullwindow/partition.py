@@ -153,7 +153,7 @@ class PartitionWindowedDataFrame:
         return _python_partition(
             self._df, "mapPartitionInPandas", out,
             lambda enc: _worker.map_partition_in_pandas(func, in_schema, enc, _PREFETCH_DEPTH,
-                                                        options), func)
+                                                        options), func, pandas=True)
 
     @jvm_errors("aggregate")
     def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
@@ -325,11 +325,12 @@ def _recoverable(out: DataFrame, operation: str, func: Any = None, extra: Any = 
 
 def _python_partition(df: DataFrame, operation: str, schema: StructType,
                       make_runner: Callable[[Any], Any], func: Any = None,
-                      extra: Any = None) -> DataFrame:
+                      extra: Any = None, pandas: bool = False) -> DataFrame:
     """Runs ``make_runner(encoder)`` (an Arrow-batches-in, batches-out function) once per
-    partition, as the named full-window operation."""
+    partition, as the named full-window operation; ``pandas``: the function takes pandas
+    frames (the JVM then sizes its input batches for pandas)."""
     column = _udf_column(df, operation, schema, make_runner, func)
-    out = backend(df).python_partition(df, operation, column)
+    out = backend(df).python_partition(df, operation, column, pandas)
     return _recoverable(out, operation, func, extra)
 
 

@@ -79,13 +79,16 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /**
    * A Python function over each whole partition, given as a PythonUDF column of eval type
    * SQL_MAP_ARROW_ITER_UDF over every input column (what mapInArrow takes); `operation` names
-   * the user-facing operation for plans and errors.
+   * the user-facing operation for plans and errors; `pandas` says that the function takes pandas
+   * frames (a pandas form).
    */
-  def pythonPartition(df: Dataset[Row], operation: String, udf: Column): Dataset[Row] = {
+  def pythonPartition(df: Dataset[Row], operation: String, udf: Column,
+      pandas: Boolean): Dataset[Row] = {
     SparkShims.expression(df.sparkSession, udf) match {
       case f: PythonUDF =>
         val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
-        SparkShims.ofRows(df.sparkSession, FullWindowPythonPartition(operation, f, output, df.logicalPlan))
+        SparkShims.ofRows(df.sparkSession,
+          FullWindowPythonPartition(operation, f, pandas, output, df.logicalPlan))
       case other => throw FullWindowErrors.invalidArgument(operation,
         s"expected a Python function, got ${other.sql}")
     }
@@ -149,12 +152,12 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * input is clustered and sorted by `keys` before it streams to Python.
    */
   def keyedPythonPartition(df: Dataset[Row], operation: String, keys: Array[String],
-      udf: Column): Dataset[Row] = {
+      udf: Column, pandas: Boolean): Dataset[Row] = {
     val f = pythonUdf(operation, df, udf)
     val attrs = keyAttributes(operation, df.logicalPlan, keys)
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
     SparkShims.ofRows(df.sparkSession,
-      FullWindowKeyedPythonPartition(operation, attrs, f, output, df.logicalPlan))
+      FullWindowKeyedPythonPartition(operation, attrs, f, pandas, output, df.logicalPlan))
   }
 
   /**
@@ -174,7 +177,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   /** Two keyed inputs grouped together by key (see [[FullWindowCoGroup]]). */
   def coGroup(left: Dataset[Row], right: Dataset[Row], leftKeys: Array[String],
-      rightKeys: Array[String], udf: Column): Dataset[Row] = {
+      rightKeys: Array[String], udf: Column, pandas: Boolean): Dataset[Row] = {
     val f = pythonUdf("coGroup", left, udf)
     // Two sides with columns in common (a self-coGroup, or two DataFrames derived from one)
     // would be told apart by the analyzer renewing the right side's columns, which the keys
@@ -186,7 +189,7 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     val r = keyAttributes("coGroup", rightPlan, rightKeys)
     val output = DataTypeUtils.toAttributes(f.dataType.asInstanceOf[StructType])
     SparkShims.ofRows(left.sparkSession,
-      FullWindowCoGroup(l, r, f, output, left.logicalPlan, rightPlan))
+      FullWindowCoGroup(l, r, f, pandas, output, left.logicalPlan, rightPlan))
   }
 
   /**

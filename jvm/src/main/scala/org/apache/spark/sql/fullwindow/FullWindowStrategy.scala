@@ -20,19 +20,19 @@ object FullWindowStrategy extends SparkStrategy {
     case FullWindowSortPartition(order, child) =>
       FullWindowSortPartitionExec(order, planLater(child)) :: Nil
 
-    case FullWindowPythonPartition(operation, func, output, child) =>
-      FullWindowPythonPartitionExec(operation, func, output, planLater(child)) :: Nil
+    case FullWindowPythonPartition(operation, func, pandas, output, child) =>
+      FullWindowPythonPartitionExec(operation, func, pandas, output, planLater(child)) :: Nil
 
-    case FullWindowKeyedPythonPartition(operation, keys, func, output, child) =>
+    case FullWindowKeyedPythonPartition(operation, keys, func, pandas, output, child) =>
       FullWindowKeyedPythonExec("FullWindowKeyed" + operation.capitalize, keys,
-        keys.map(SortOrder(_, Ascending)), func, output, planLater(child)) :: Nil
+        keys.map(SortOrder(_, Ascending)), func, pandas, output, planLater(child)) :: Nil
 
     case KeyedRunningPython(operation, keys, order, func, output, child) =>
-      FullWindowKeyedPythonExec("KeyedRunning" + operation.capitalize, keys, order, func, output,
-        planLater(child)) :: Nil
+      FullWindowKeyedPythonExec("KeyedRunning" + operation.capitalize, keys, order, func,
+        pandas = false, output, planLater(child)) :: Nil
 
-    case FullWindowCoGroup(leftKeys, rightKeys, func, output, left, right) =>
-      FullWindowCoGroupExec(leftKeys, rightKeys, func, output, planLater(left),
+    case FullWindowCoGroup(leftKeys, rightKeys, func, pandas, output, left, right) =>
+      FullWindowCoGroupExec(leftKeys, rightKeys, func, pandas, output, planLater(left),
         planLater(right)) :: Nil
 
     // An aggregate grouped by the partition key: one window per partition (per user key).

@@ -49,7 +49,8 @@ object FullWindowConnectPlanner {
         FullWindowPython.aggregate(input, columns(rel.getAggregate.getColumnsList))
       case OperationCase.PYTHON_PARTITION =>
         val m = rel.getPythonPartition
-        FullWindowPython.pythonPartition(input, m.getOperation, p.column(m.getUdf.toByteArray))
+        FullWindowPython.pythonPartition(input, m.getOperation, p.column(m.getUdf.toByteArray),
+          m.getPandas)
       case OperationCase.KEYED_REPARTITION =>
         FullWindowPython.keyedRepartition(input, strings(rel.getKeyedRepartition.getKeysList))
       case OperationCase.KEYED_AGGREGATE =>
@@ -58,7 +59,7 @@ object FullWindowConnectPlanner {
       case OperationCase.KEYED_PYTHON_PARTITION =>
         val m = rel.getKeyedPythonPartition
         FullWindowPython.keyedPythonPartition(input, m.getOperation, strings(m.getKeysList),
-          p.column(m.getUdf.toByteArray))
+          p.column(m.getUdf.toByteArray), m.getPandas)
       case OperationCase.KEYED_RUNNING =>
         val m = rel.getKeyedRunning
         FullWindowPython.keyedRunning(input, m.getOperation, strings(m.getKeysList),
@@ -66,7 +67,8 @@ object FullWindowConnectPlanner {
       case OperationCase.CO_GROUP =>
         val m = rel.getCoGroup
         FullWindowPython.coGroup(input, p.dataset(m.getRight.toByteArray),
-          strings(m.getLeftKeysList), strings(m.getRightKeysList), p.column(m.getUdf.toByteArray))
+          strings(m.getLeftKeysList), strings(m.getRightKeysList), p.column(m.getUdf.toByteArray),
+          m.getPandas)
       case other =>
         throw FullWindowErrors.invalidArgument("Spark Connect",
           s"unknown fullwindow operation $other: the client is newer than the server's jar")

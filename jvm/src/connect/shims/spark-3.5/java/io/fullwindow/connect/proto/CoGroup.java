@@ -144,6 +144,17 @@ private static final long serialVersionUID = 0L;
     return udf_;
   }
 
+  public static final int PANDAS_FIELD_NUMBER = 5;
+  private boolean pandas_ = false;
+  /**
+   * <code>bool pandas = 5;</code>
+   * @return The pandas.
+   */
+  @java.lang.Override
+  public boolean getPandas() {
+    return pandas_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -169,6 +180,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!udf_.isEmpty()) {
       output.writeBytes(4, udf_);
+    }
+    if (pandas_ != false) {
+      output.writeBool(5, pandas_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -203,6 +217,10 @@ private static final long serialVersionUID = 0L;
       size += org.sparkproject.connect.protobuf.CodedOutputStream
         .computeBytesSize(4, udf_);
     }
+    if (pandas_ != false) {
+      size += org.sparkproject.connect.protobuf.CodedOutputStream
+        .computeBoolSize(5, pandas_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -226,6 +244,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getRightKeysList())) return false;
     if (!getUdf()
         .equals(other.getUdf())) return false;
+    if (getPandas()
+        != other.getPandas()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -249,6 +269,9 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + UDF_FIELD_NUMBER;
     hash = (53 * hash) + getUdf().hashCode();
+    hash = (37 * hash) + PANDAS_FIELD_NUMBER;
+    hash = (53 * hash) + org.sparkproject.connect.protobuf.Internal.hashBoolean(
+        getPandas());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -390,6 +413,7 @@ private static final long serialVersionUID = 0L;
       rightKeys_ =
           org.sparkproject.connect.protobuf.LazyStringArrayList.emptyList();
       udf_ = org.sparkproject.connect.protobuf.ByteString.EMPTY;
+      pandas_ = false;
       return this;
     }
 
@@ -436,6 +460,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.udf_ = udf_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.pandas_ = pandas_;
       }
     }
 
@@ -509,6 +536,9 @@ private static final long serialVersionUID = 0L;
       if (other.getUdf() != org.sparkproject.connect.protobuf.ByteString.EMPTY) {
         setUdf(other.getUdf());
       }
+      if (other.getPandas() != false) {
+        setPandas(other.getPandas());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -557,6 +587,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 40: {
+              pandas_ = input.readBool();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -856,6 +891,38 @@ private static final long serialVersionUID = 0L;
     public Builder clearUdf() {
       bitField0_ = (bitField0_ & ~0x00000008);
       udf_ = getDefaultInstance().getUdf();
+      onChanged();
+      return this;
+    }
+
+    private boolean pandas_ ;
+    /**
+     * <code>bool pandas = 5;</code>
+     * @return The pandas.
+     */
+    @java.lang.Override
+    public boolean getPandas() {
+      return pandas_;
+    }
+    /**
+     * <code>bool pandas = 5;</code>
+     * @param value The pandas to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPandas(boolean value) {
+
+      pandas_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>bool pandas = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPandas() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      pandas_ = false;
       onChanged();
       return this;
     }

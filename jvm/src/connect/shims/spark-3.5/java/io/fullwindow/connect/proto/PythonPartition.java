@@ -6,6 +6,8 @@ package io.fullwindow.connect.proto;
 /**
  * <pre>
  * A Python function over each whole partition; udf is a serialized spark.connect.Expression.
+ * pandas: the function takes pandas frames (a pandas form), whose input batches default to
+ * larger ones than Spark's Arrow default when the session does not set their size.
  * </pre>
  *
  * Protobuf type {@code fullwindow.connect.PythonPartition}
@@ -94,6 +96,17 @@ private static final long serialVersionUID = 0L;
     return udf_;
   }
 
+  public static final int PANDAS_FIELD_NUMBER = 3;
+  private boolean pandas_ = false;
+  /**
+   * <code>bool pandas = 3;</code>
+   * @return The pandas.
+   */
+  @java.lang.Override
+  public boolean getPandas() {
+    return pandas_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -114,6 +127,9 @@ private static final long serialVersionUID = 0L;
     if (!udf_.isEmpty()) {
       output.writeBytes(2, udf_);
     }
+    if (pandas_ != false) {
+      output.writeBool(3, pandas_);
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -129,6 +145,10 @@ private static final long serialVersionUID = 0L;
     if (!udf_.isEmpty()) {
       size += org.sparkproject.connect.protobuf.CodedOutputStream
         .computeBytesSize(2, udf_);
+    }
+    if (pandas_ != false) {
+      size += org.sparkproject.connect.protobuf.CodedOutputStream
+        .computeBoolSize(3, pandas_);
     }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
@@ -149,6 +169,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getOperation())) return false;
     if (!getUdf()
         .equals(other.getUdf())) return false;
+    if (getPandas()
+        != other.getPandas()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -164,6 +186,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getOperation().hashCode();
     hash = (37 * hash) + UDF_FIELD_NUMBER;
     hash = (53 * hash) + getUdf().hashCode();
+    hash = (37 * hash) + PANDAS_FIELD_NUMBER;
+    hash = (53 * hash) + org.sparkproject.connect.protobuf.Internal.hashBoolean(
+        getPandas());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -264,6 +289,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * A Python function over each whole partition; udf is a serialized spark.connect.Expression.
+   * pandas: the function takes pandas frames (a pandas form), whose input batches default to
+   * larger ones than Spark's Arrow default when the session does not set their size.
    * </pre>
    *
    * Protobuf type {@code fullwindow.connect.PythonPartition}
@@ -301,6 +328,7 @@ private static final long serialVersionUID = 0L;
       bitField0_ = 0;
       operation_ = "";
       udf_ = org.sparkproject.connect.protobuf.ByteString.EMPTY;
+      pandas_ = false;
       return this;
     }
 
@@ -339,6 +367,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.udf_ = udf_;
+      }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.pandas_ = pandas_;
       }
     }
 
@@ -394,6 +425,9 @@ private static final long serialVersionUID = 0L;
       if (other.getUdf() != org.sparkproject.connect.protobuf.ByteString.EMPTY) {
         setUdf(other.getUdf());
       }
+      if (other.getPandas() != false) {
+        setPandas(other.getPandas());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -430,6 +464,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 24: {
+              pandas_ = input.readBool();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 24
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -547,6 +586,38 @@ private static final long serialVersionUID = 0L;
     public Builder clearUdf() {
       bitField0_ = (bitField0_ & ~0x00000002);
       udf_ = getDefaultInstance().getUdf();
+      onChanged();
+      return this;
+    }
+
+    private boolean pandas_ ;
+    /**
+     * <code>bool pandas = 3;</code>
+     * @return The pandas.
+     */
+    @java.lang.Override
+    public boolean getPandas() {
+      return pandas_;
+    }
+    /**
+     * <code>bool pandas = 3;</code>
+     * @param value The pandas to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPandas(boolean value) {
+
+      pandas_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>bool pandas = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPandas() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      pandas_ = false;
       onChanged();
       return this;
     }

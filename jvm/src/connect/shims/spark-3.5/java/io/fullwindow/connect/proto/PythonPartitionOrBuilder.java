@@ -24,4 +24,10 @@ public interface PythonPartitionOrBuilder extends
    * @return The udf.
    */
   org.sparkproject.connect.protobuf.ByteString getUdf();
+
+  /**
+   * <code>bool pandas = 3;</code>
+   * @return The pandas.
+   */
+  boolean getPandas();
 }

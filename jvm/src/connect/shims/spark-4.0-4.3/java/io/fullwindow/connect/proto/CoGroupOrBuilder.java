@@ -70,4 +70,10 @@ public interface CoGroupOrBuilder extends
    * @return The udf.
    */
   org.sparkproject.connect.protobuf.ByteString getUdf();
+
+  /**
+   * <code>bool pandas = 5;</code>
+   * @return The pandas.
+   */
+  boolean getPandas();
 }

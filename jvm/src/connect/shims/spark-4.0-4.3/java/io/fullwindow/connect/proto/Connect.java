@@ -95,17 +95,18 @@ public final class Connect {
       "nningH\000\022/\n\010co_group\030\021 \001(\0132\033.fullwindow.c" +
       "onnect.CoGroupH\000B\013\n\toperation\"0\n\rSortPar" +
       "tition\022\014\n\004keys\030\001 \003(\014\022\021\n\tascending\030\002 \003(\010\"" +
-      "\034\n\tAggregate\022\017\n\007columns\030\001 \003(\014\"1\n\017PythonP" +
+      "\034\n\tAggregate\022\017\n\007columns\030\001 \003(\014\"A\n\017PythonP" +
       "artition\022\021\n\toperation\030\001 \001(\t\022\013\n\003udf\030\002 \001(\014" +
-      "\" \n\020KeyedRepartition\022\014\n\004keys\030\001 \003(\t\"/\n\016Ke" +
-      "yedAggregate\022\014\n\004keys\030\001 \003(\t\022\017\n\007columns\030\002 " +
-      "\003(\014\"D\n\024KeyedPythonPartition\022\021\n\toperation" +
-      "\030\001 \001(\t\022\014\n\004keys\030\002 \003(\t\022\013\n\003udf\030\003 \001(\014\"N\n\014Key" +
-      "edRunning\022\021\n\toperation\030\001 \001(\t\022\014\n\004keys\030\002 \003" +
-      "(\t\022\020\n\010sequence\030\003 \001(\t\022\013\n\003udf\030\004 \001(\014\"L\n\007CoG" +
-      "roup\022\r\n\005right\030\001 \001(\014\022\021\n\tleft_keys\030\002 \003(\t\022\022" +
-      "\n\nright_keys\030\003 \003(\t\022\013\n\003udf\030\004 \001(\014B\037\n\033io.fu" +
-      "llwindow.connect.protoP\001b\006proto3"
+      "\022\016\n\006pandas\030\003 \001(\010\" \n\020KeyedRepartition\022\014\n\004" +
+      "keys\030\001 \003(\t\"/\n\016KeyedAggregate\022\014\n\004keys\030\001 \003" +
+      "(\t\022\017\n\007columns\030\002 \003(\014\"T\n\024KeyedPythonPartit" +
+      "ion\022\021\n\toperation\030\001 \001(\t\022\014\n\004keys\030\002 \003(\t\022\013\n\003" +
+      "udf\030\003 \001(\014\022\016\n\006pandas\030\004 \001(\010\"N\n\014KeyedRunnin" +
+      "g\022\021\n\toperation\030\001 \001(\t\022\014\n\004keys\030\002 \003(\t\022\020\n\010se" +
+      "quence\030\003 \001(\t\022\013\n\003udf\030\004 \001(\014\"\\\n\007CoGroup\022\r\n\005" +
+      "right\030\001 \001(\014\022\021\n\tleft_keys\030\002 \003(\t\022\022\n\nright_" +
+      "keys\030\003 \003(\t\022\013\n\003udf\030\004 \001(\014\022\016\n\006pandas\030\005 \001(\010B" +
+      "\037\n\033io.fullwindow.connect.protoP\001b\006proto3"
     };
     descriptor = org.sparkproject.connect.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -134,7 +135,7 @@ public final class Connect {
     internal_static_fullwindow_connect_PythonPartition_fieldAccessorTable = new
       org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fullwindow_connect_PythonPartition_descriptor,
-        new java.lang.String[] { "Operation", "Udf", });
+        new java.lang.String[] { "Operation", "Udf", "Pandas", });
     internal_static_fullwindow_connect_KeyedRepartition_descriptor =
       getDescriptor().getMessageTypes().get(4);
     internal_static_fullwindow_connect_KeyedRepartition_fieldAccessorTable = new
@@ -152,7 +153,7 @@ public final class Connect {
     internal_static_fullwindow_connect_KeyedPythonPartition_fieldAccessorTable = new
       org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fullwindow_connect_KeyedPythonPartition_descriptor,
-        new java.lang.String[] { "Operation", "Keys", "Udf", });
+        new java.lang.String[] { "Operation", "Keys", "Udf", "Pandas", });
     internal_static_fullwindow_connect_KeyedRunning_descriptor =
       getDescriptor().getMessageTypes().get(7);
     internal_static_fullwindow_connect_KeyedRunning_fieldAccessorTable = new
@@ -164,7 +165,7 @@ public final class Connect {
     internal_static_fullwindow_connect_CoGroup_fieldAccessorTable = new
       org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fullwindow_connect_CoGroup_descriptor,
-        new java.lang.String[] { "Right", "LeftKeys", "RightKeys", "Udf", });
+        new java.lang.String[] { "Right", "LeftKeys", "RightKeys", "Udf", "Pandas", });
     descriptor.resolveAllFeaturesImmutable();
   }
 

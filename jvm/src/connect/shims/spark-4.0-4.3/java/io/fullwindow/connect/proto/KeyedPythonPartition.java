@@ -133,6 +133,17 @@ private static final long serialVersionUID = 0L;
     return udf_;
   }
 
+  public static final int PANDAS_FIELD_NUMBER = 4;
+  private boolean pandas_ = false;
+  /**
+   * <code>bool pandas = 4;</code>
+   * @return The pandas.
+   */
+  @java.lang.Override
+  public boolean getPandas() {
+    return pandas_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -155,6 +166,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!udf_.isEmpty()) {
       output.writeBytes(3, udf_);
+    }
+    if (pandas_ != false) {
+      output.writeBool(4, pandas_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -180,6 +194,10 @@ private static final long serialVersionUID = 0L;
       size += org.sparkproject.connect.protobuf.CodedOutputStream
         .computeBytesSize(3, udf_);
     }
+    if (pandas_ != false) {
+      size += org.sparkproject.connect.protobuf.CodedOutputStream
+        .computeBoolSize(4, pandas_);
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -201,6 +219,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getKeysList())) return false;
     if (!getUdf()
         .equals(other.getUdf())) return false;
+    if (getPandas()
+        != other.getPandas()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -220,6 +240,9 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + UDF_FIELD_NUMBER;
     hash = (53 * hash) + getUdf().hashCode();
+    hash = (37 * hash) + PANDAS_FIELD_NUMBER;
+    hash = (53 * hash) + org.sparkproject.connect.protobuf.Internal.hashBoolean(
+        getPandas());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -355,6 +378,7 @@ private static final long serialVersionUID = 0L;
       keys_ =
           org.sparkproject.connect.protobuf.LazyStringArrayList.emptyList();
       udf_ = org.sparkproject.connect.protobuf.ByteString.EMPTY;
+      pandas_ = false;
       return this;
     }
 
@@ -398,6 +422,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.udf_ = udf_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.pandas_ = pandas_;
+      }
     }
 
     @java.lang.Override
@@ -429,6 +456,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getUdf() != org.sparkproject.connect.protobuf.ByteString.EMPTY) {
         setUdf(other.getUdf());
+      }
+      if (other.getPandas() != false) {
+        setPandas(other.getPandas());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -472,6 +502,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 32: {
+              pandas_ = input.readBool();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 32
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -700,6 +735,38 @@ private static final long serialVersionUID = 0L;
     public Builder clearUdf() {
       bitField0_ = (bitField0_ & ~0x00000004);
       udf_ = getDefaultInstance().getUdf();
+      onChanged();
+      return this;
+    }
+
+    private boolean pandas_ ;
+    /**
+     * <code>bool pandas = 4;</code>
+     * @return The pandas.
+     */
+    @java.lang.Override
+    public boolean getPandas() {
+      return pandas_;
+    }
+    /**
+     * <code>bool pandas = 4;</code>
+     * @param value The pandas to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPandas(boolean value) {
+
+      pandas_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>bool pandas = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPandas() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      pandas_ = false;
       onChanged();
       return this;
     }

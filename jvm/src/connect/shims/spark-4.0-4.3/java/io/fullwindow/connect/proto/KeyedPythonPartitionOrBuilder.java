@@ -51,4 +51,10 @@ public interface KeyedPythonPartitionOrBuilder extends
    * @return The udf.
    */
   org.sparkproject.connect.protobuf.ByteString getUdf();
+
+  /**
+   * <code>bool pandas = 4;</code>
+   * @return The pandas.
+   */
+  boolean getPandas();
 }

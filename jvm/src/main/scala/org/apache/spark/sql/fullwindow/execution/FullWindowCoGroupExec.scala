@@ -24,6 +24,7 @@ case class FullWindowCoGroupExec(
     leftKeys: Seq[Attribute],
     rightKeys: Seq[Attribute],
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
     left: SparkPlan,
     right: SparkPlan) extends BinaryExecNode with PythonSQLMetrics {
@@ -57,7 +58,8 @@ case class FullWindowCoGroupExec(
         right.output.zipWithIndex.map { case (a, i) => StructField(s"__right$i", a.dataType) }))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val python = PythonArrowEval(func, output, mergedSchema, conf, pythonMetrics, jobArtifactUUID)
+    val python = PythonArrowEval(func, output, mergedSchema, conf, pythonMetrics, jobArtifactUUID,
+      pandas)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     val leftOut = left.output

@@ -1,14 +1,9 @@
 package org.apache.spark.sql.fullwindow.execution
 
-import org.apache.spark.JobArtifactSet
-import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrder}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, Partitioning, UnknownPartitioning}
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.python.PythonSQLMetrics
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.fullwindow.FullWindowExplain
 
 /**
@@ -24,10 +19,10 @@ case class FullWindowKeyedPythonExec(
     keys: Seq[Attribute],
     order: Seq[SortOrder],
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends UnaryExecNode with PythonSQLMetrics {
+    child: SparkPlan) extends FullWindowUnaryPythonExec {
 
-  override def producedAttributes: AttributeSet = AttributeSet(output)
   override def requiredChildDistribution: Seq[Distribution] =
     ClusteredDistribution(KeyedPython.distributionKeys(keys)) :: Nil
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = order :: Nil
@@ -39,21 +34,6 @@ case class FullWindowKeyedPythonExec(
     Seq[(String, Any)]("keys" -> keys) ++
       (if (order.size > keys.size) Seq("order" -> order) else Nil) ++
       Seq("function" -> func, "output" -> output): _*)
-
-  override lazy val metrics: Map[String, SQLMetric] =
-    pythonMetrics ++ FullWindowMetrics.rows(sparkContext)
-
-  private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
-
-  override protected def doExecute(): RDD[InternalRow] = {
-    val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
-      PythonArrowEval.pandasNode(nodeName))
-    val rowsIn = longMetric("numInputRows")
-    val rowsOut = longMetric("numOutputRows")
-    child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
-      python.evalCounting(index, rows, rowsIn, rowsOut)
-    }
-  }
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowKeyedPythonExec =
     copy(child = newChild)

@@ -22,32 +22,46 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
 case class FullWindowPythonPartitionExec(
     operationName: String,
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends UnaryExecNode with PythonSQLMetrics {
+    child: SparkPlan) extends FullWindowUnaryPythonExec {
 
   override def nodeName: String = "FullWindow" + operationName.capitalize
   override def simpleString(maxFields: Int): String =
     FullWindowExplain.line(nodeName, maxFields, "function" -> func, "output" -> output)
-  override def producedAttributes: AttributeSet = AttributeSet(output)
   override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override protected def withNewChildInternal(newChild: SparkPlan): FullWindowPythonPartitionExec =
+    copy(child = newChild)
+}
+
+/**
+ * What fullwindow's one-input Python execs share: `func` (a PythonUDF of eval type
+ * SQL_MAP_ARROW_ITER_UDF) over each partition of the child's rows, as they come, through
+ * [[PythonArrowEval]], with Spark's Python metrics and fullwindow's row counts.
+ */
+trait FullWindowUnaryPythonExec extends UnaryExecNode with PythonSQLMetrics {
+  def func: Expression
+  /** The function takes pandas frames (a pandas form): see [[PythonArrowEval.pandasFrameRows]]. */
+  def pandas: Boolean
+
+  override def producedAttributes: AttributeSet = AttributeSet(output)
 
   override lazy val metrics: Map[String, SQLMetric] =
     pythonMetrics ++ FullWindowMetrics.rows(sparkContext)
 
+  // the artifacts (Python files, archives) of the job that planned this node, read on the driver
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
   override protected def doExecute(): RDD[InternalRow] = {
     val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
-      PythonArrowEval.pandasNode(nodeName))
+      pandas)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
       python.evalCounting(index, rows, rowsIn, rowsOut)
     }
   }
-
-  override protected def withNewChildInternal(newChild: SparkPlan): FullWindowPythonPartitionExec =
-    copy(child = newChild)
 }
 
 /**
@@ -134,9 +148,6 @@ object PythonArrowEval {
     } else {
       None
     }
-
-  /** Whether a fullwindow Python node (by its name) hands the function pandas frames. */
-  def pandasNode(nodeName: String): Boolean = nodeName.endsWith("InPandas")
 
   /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */
   private def fixedWidth(dt: DataType): Option[Long] = dt match {

@@ -15,11 +15,13 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
  * @param keys top-level columns of `child`
  * @param func a PythonUDF of eval type SQL_MAP_ARROW_ITER_UDF (its children are not used: the
  *             whole input row goes to Python)
+ * @param pandas whether `func` takes pandas frames (a pandas form)
  */
 case class FullWindowKeyedPythonPartition(
     operation: String,
     keys: Seq[Attribute],
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
     child: LogicalPlan) extends UnaryNode with FullWindowOperator {
 
@@ -66,12 +68,14 @@ case class KeyedRunningPython(
  * Two keyed inputs grouped together by key (FLIP-331's coGroup over EndOfStreamWindows): each
  * input is clustered by its own keys and sorted by them with its own sorter (no tagged union of
  * the two), the two sorted streams are merged by key, and a Python function is called once per
- * key present on either side, at end of input.
+ * key present on either side, at end of input. `pandas`: the function takes pandas frames
+ * (coGroup's applyInPandas).
  */
 case class FullWindowCoGroup(
     leftKeys: Seq[Attribute],
     rightKeys: Seq[Attribute],
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
     left: LogicalPlan,
     right: LogicalPlan) extends BinaryNode with FullWindowOperator {

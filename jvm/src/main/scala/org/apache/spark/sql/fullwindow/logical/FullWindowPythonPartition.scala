@@ -11,10 +11,13 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
  * with a different Python wrapper; `operationName` says which one it is.
  *
  * @param func a PythonUDF of eval type SQL_MAP_ARROW_ITER_UDF over all of `child`'s columns
+ * @param pandas whether `func` takes pandas frames (a pandas form: see
+ *               [[org.apache.spark.sql.fullwindow.execution.PythonArrowEval.pandasFrameRows]])
  */
 case class FullWindowPythonPartition(
     operationName: String,
     func: Expression,
+    pandas: Boolean,
     output: Seq[Attribute],
     child: LogicalPlan) extends UnaryNode with FullWindowOperator {
 
