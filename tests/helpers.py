@@ -63,16 +63,6 @@ def needs_connect_result_metrics(refused: bool = False):
     return pytest.mark.skipif(why is not None, reason=f"not on this line: {why}")
 
 
-def connect_dataframe_keeps_schema() -> bool:
-    """Whether pyspark's Connect DataFrame keeps its schema once fetched (4.x); 3.5's asks the
-    server again on every ``schema``/``columns``."""
-    import inspect
-
-    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
-    return "_cached_schema" in inspect.getsource(ConnectDataFrame.schema.fget)
-
-
 def is_connect(df: DataFrame) -> bool:
     """True for a Spark Connect DataFrame (tests/connect runs the suites over Connect)."""
     return type(df).__module__.startswith("pyspark.sql.connect.")
