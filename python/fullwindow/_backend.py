@@ -14,7 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from fullwindow._compat import PythonEvalType, connect_dataframe, connect_execution_metrics
+from fullwindow._compat import (PythonEvalType, connect_dataframe, connect_execution_metrics,
+                                dataframe_schema)
 from fullwindow.errors import ConfigurationError, FullWindowSetupError
 
 PLUGIN_CLASS = "org.apache.spark.sql.fullwindow.connect.FullWindowRelationPlugin"
@@ -110,7 +111,7 @@ class _Backend:
         SQL_MAP_ARROW_ITER_UDF, what mapInArrow takes; the JVM hands it the whole input row."""
         udf = self._udf_class()(runner, returnType=schema,
                                 evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-        return udf(*[F.col(_quote(c)) for c in df.columns])
+        return udf(*[F.col(_quote(c)) for c in dataframe_schema(df).names])
 
 
 class ClassicBackend(_Backend):
@@ -213,7 +214,7 @@ class ConnectBackend(_Backend):
         session = df.sparkSession
         _check_no_recovery(session)
         out = connect_dataframe(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
-        out.schema  # noqa: B018 - analyze now
+        dataframe_schema(out)  # analyze now (and keep the schema where the client does not)
         return out
 
     @staticmethod

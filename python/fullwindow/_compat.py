@@ -306,6 +306,19 @@ DATAFRAME_TYPES: tuple = (_DataFrame, *_CONNECT_DF)
 COLUMN_TYPES: tuple = (_Column, *_CONNECT_COLUMN)
 
 
+def dataframe_schema(df: Any) -> StructType:
+    """``df.schema``, asked of a Spark Connect server at most once per DataFrame object. From 4.0
+    every DataFrame keeps its schema once known; 3.5's Connect DataFrame asks its server again
+    (an AnalyzePlan round trip) on every ``schema``/``columns``, so there fullwindow keeps the
+    answer beside the DataFrame, as 4.x's does."""
+    if _CONNECT_DF and isinstance(df, _CONNECT_DF):
+        kept = df.__dict__.get("_fullwindow_schema")
+        if kept is None:
+            kept = df.__dict__["_fullwindow_schema"] = df.schema
+        return kept
+    return df.schema
+
+
 def connect_dataframe(plan: Any, session: Any) -> Any:
     """A Spark Connect DataFrame over a client-side logical plan: ``DataFrame(plan, session)``
     from 4.0; 3.5's constructor takes only the session, and ``DataFrame.withPlan`` sets the plan."""

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from fullwindow._compat import COLUMN_TYPES, VariantType
+from fullwindow._compat import COLUMN_TYPES, VariantType, dataframe_schema
 from fullwindow._order import Order
 from fullwindow.errors import FullWindowTypeError, FullWindowValueError, KeyNotSortableError
 
@@ -90,7 +90,7 @@ def _selector_column(operation: str, df: DataFrame, fn: Callable[[Any], Any],
     _check_sortable(operation, f"selector {getattr(fn, '__name__', fn)!r}", key_type)
     name = f"__fullwindow_key_{next(_hidden_ids)}"
     udf = F.udf(fn, key_type, useArrow=True)
-    row = F.struct(*[F.col(_quote(c)) for c in df.columns])
+    row = F.struct(*[F.col(_quote(c)) for c in dataframe_schema(df).names])
     return df.withColumn(name, udf(row)), name
 
 
@@ -114,7 +114,7 @@ def resolve_sort_keys(operation: str, df: DataFrame, key: Any, order: Any,
     else:
         pairs = [(key, default)]
 
-    schema = df.schema
+    schema = dataframe_schema(df)
     columns: list[Column] = []
     ascending: list[bool] = []
     hidden: list[str] = []

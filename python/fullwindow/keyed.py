@@ -16,7 +16,8 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
-from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, require_pandas_conversion
+from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
+                                require_pandas_conversion)
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
@@ -52,7 +53,7 @@ def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]
         raise FullWindowTypeError(
             f"{operation}: give at least one key column name, e.g. df.keyBy('k') or "
             "df.keyBy('k1', 'k2')")
-    schema = df.schema
+    schema = dataframe_schema(df)
     names = schema.names
     keys: list[str] = []
     for i, c in enumerate(cols):
@@ -90,7 +91,7 @@ def validate_keys(operation: str, df: DataFrame, cols: tuple) -> tuple[str, ...]
 
 
 def _key_fields(df: DataFrame, keys: tuple[str, ...]) -> list[StructField]:
-    return [df.schema[k] for k in keys]
+    return [dataframe_schema(df)[k] for k in keys]
 
 
 def _check_assigner(operation: str, assigner: Any) -> None:
@@ -168,7 +169,7 @@ class KeyedDataFrame:
         return self._keys
 
     def __repr__(self) -> str:
-        return f"KeyedDataFrame[keys=({', '.join(self._keys)}); {self._df.schema.simpleString()}]"
+        return f"KeyedDataFrame[keys=({', '.join(self._keys)}); {dataframe_schema(self._df).simpleString()}]"
 
     def fullWindowPartition(self) -> "KeyedPartitionWindowedDataFrame":
         """One full window per key: the operations of the non-keyed full window, per key."""
@@ -223,7 +224,7 @@ def _running_reduce(df: DataFrame, keys: tuple[str, ...], func: Callable[[Row, R
                     ) -> DataFrame:
     from fullwindow import _keyed_worker
 
-    in_schema = df.schema
+    in_schema = dataframe_schema(df)
     key_idx = [in_schema.names.index(k) for k in keys]
     seq = f"__fullwindow_seq_{next(_seq_ids)}"
     with_seq = df.withColumn(seq, F.monotonically_increasing_id())  # input position, before the exchange
@@ -265,10 +266,10 @@ class KeyedPartitionWindowedDataFrame:
 
     def __repr__(self) -> str:
         return (f"KeyedPartitionWindowedDataFrame[keys=({', '.join(self._keys)}); "
-                f"{self._df.schema.simpleString()}]")
+                f"{dataframe_schema(self._df).simpleString()}]")
 
     def _key_idx(self) -> list[int]:
-        names = self._df.schema.names
+        names = dataframe_schema(self._df).names
         return [names.index(k) for k in self._keys]
 
     # -- mapPartition -------------------------------------------------------------------------
@@ -280,7 +281,7 @@ class KeyedPartitionWindowedDataFrame:
         label = f"keyed {operation}"
         _require_callable(label, "func", func, "a function (key, rows) -> iterable of rows")
         out = _parse_schema(label, schema)
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.map_partition(func, in_schema, key_idx, enc,
                                                                      _PREFETCH_DEPTH), func)
@@ -324,7 +325,7 @@ class KeyedPartitionWindowedDataFrame:
         _require_callable(label, "func", func,
                           "a function (key, iterator of pyarrow.RecordBatch) -> batches")
         out = _parse_schema(label, schema)
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         return _keyed_python(self._df, self._keys, "mapPartitionInArrow", out,
                              lambda enc: _keyed_worker.map_partition_in_arrow(
                                  func, in_schema, key_idx, enc, _PREFETCH_DEPTH), func)
@@ -339,7 +340,7 @@ class KeyedPartitionWindowedDataFrame:
                           "a function (key, iterator of pandas.DataFrame) -> DataFrames")
         out = _parse_schema(label, schema)
         require_pandas_conversion(label)
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         options = PandasOptions.of(self._df.sparkSession)
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.map_partition_in_pandas(
@@ -431,7 +432,7 @@ class KeyedPartitionWindowedDataFrame:
                 f"{label}: the result field {clash[0]!r} has the name of a key column; the "
                 "output is the key columns then the result fields, so rename it")
         out = StructType(key_fields + list(result.fields))
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.aggregate(first, in_schema, key_idx, result,
                                                                  enc, _PREFETCH_DEPTH), first)
@@ -463,7 +464,7 @@ class KeyedPartitionWindowedDataFrame:
 
         _require_callable(f"keyed {operation}", "func", func,
                           "a function (a: Row, b: Row) -> Row")
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         return _keyed_python(self._df, self._keys, operation, in_schema,
                              lambda enc: _keyed_worker.reduce(func, in_schema, key_idx, enc,
                                                               _PREFETCH_DEPTH), func)
@@ -491,7 +492,7 @@ class KeyedPartitionWindowedDataFrame:
                          "a ProcessWindowFunction (with process(key, ctx, rows))")
         out = _parse_schema(label, schema)
         policy = _time_policy(self._df.sparkSession)
-        in_schema, key_idx = self._df.schema, self._key_idx()
+        in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.process(func, in_schema, key_idx, enc,
                                                                _PREFETCH_DEPTH, policy),
@@ -524,7 +525,7 @@ class KeyedWindowedDataFrame:
 
     def __repr__(self) -> str:
         return (f"KeyedWindowedDataFrame[EndOfStreamWindows; keys=({', '.join(self._window.keys)})"
-                f"; {self._window.dataframe.schema.simpleString()}]")
+                f"; {dataframe_schema(self._window.dataframe).simpleString()}]")
 
     @jvm_errors("keyed apply")
     def apply(self, func: Callable[[Any, Iterator[Row]], Iterable[Any]],
@@ -691,7 +692,7 @@ class CoGroupedWindowedDataFrames:
         out = _parse_schema(label, schema)
         left, right = self._left, self._right
         ldf, rdf = left.dataframe, right.dataframe
-        lschema, rschema = ldf.schema, rdf.schema
+        lschema, rschema = dataframe_schema(ldf), dataframe_schema(rdf)
         merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
         nkeys = len(left.keys)
         column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema), func)

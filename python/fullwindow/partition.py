@@ -9,7 +9,8 @@ from pyspark.sql.types import DataType, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import resolve_sort_keys
-from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, require_pandas_conversion
+from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
+                                require_pandas_conversion)
 from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
@@ -35,7 +36,7 @@ class PartitionWindowedDataFrame:
         return self._df
 
     def __repr__(self) -> str:
-        return f"PartitionWindowedDataFrame[{self._df.schema.simpleString()}]"
+        return f"PartitionWindowedDataFrame[{dataframe_schema(self._df).simpleString()}]"
 
     @jvm_errors("sortPartition")
     def sortPartition(self, key: Any, order: Order | str = Order.ASCENDING, *,
@@ -94,7 +95,7 @@ class PartitionWindowedDataFrame:
 
         _require_callable("mapPartition", "func", func, "a function taking an iterator of Rows")
         out = _parse_schema("mapPartition", schema)
-        in_schema = self._df.schema
+        in_schema = dataframe_schema(self._df)
         return _python_partition(
             self._df, "mapPartition", out,
             lambda enc: _worker.map_partition(func, in_schema, enc, _PREFETCH_DEPTH), func)
@@ -148,7 +149,7 @@ class PartitionWindowedDataFrame:
                           "a function taking an iterator of pandas.DataFrame")
         out = _parse_schema("mapPartitionInPandas", schema)
         require_pandas_conversion("mapPartitionInPandas")
-        in_schema = self._df.schema
+        in_schema = dataframe_schema(self._df)
         options = _worker.PandasOptions.of(self._df.sparkSession)
         return _python_partition(
             self._df, "mapPartitionInPandas", out,
@@ -200,7 +201,7 @@ class PartitionWindowedDataFrame:
                          "an AggregateFunction (create_accumulator, add, get_result, merge) or "
                          "aggregate Columns")
         out = _parse_schema("aggregate", schema)
-        in_schema = self._df.schema
+        in_schema = dataframe_schema(self._df)
         return _python_partition(
             self._df, "aggregate", out,
             lambda enc: _worker.aggregate(first, in_schema, enc, _PREFETCH_DEPTH), first)
@@ -217,7 +218,7 @@ class PartitionWindowedDataFrame:
         from fullwindow import _worker
 
         _require_callable("reduce", "func", func, "a function (a: Row, b: Row) -> Row")
-        in_schema = self._df.schema
+        in_schema = dataframe_schema(self._df)
         return _python_partition(
             self._df, "reduce", in_schema,
             lambda enc: _worker.reduce(func, in_schema, enc, _PREFETCH_DEPTH), func)
@@ -242,7 +243,7 @@ class PartitionWindowedDataFrame:
                          "a ProcessWindowFunction (with process(key, ctx, rows))")
         out = _parse_schema("process", schema)
         policy = _time_policy(self._df.sparkSession)
-        in_schema = self._df.schema
+        in_schema = dataframe_schema(self._df)
         return _python_partition(
             self._df, "process", out,
             lambda enc: _worker.process(func, in_schema, enc, _PREFETCH_DEPTH, policy),
