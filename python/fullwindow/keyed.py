@@ -169,7 +169,8 @@ class KeyedDataFrame:
         return self._keys
 
     def __repr__(self) -> str:
-        return f"KeyedDataFrame[keys=({', '.join(self._keys)}); {dataframe_schema(self._df).simpleString()}]"
+        return (f"KeyedDataFrame[keys=({', '.join(self._keys)}); "
+                f"{dataframe_schema(self._df).simpleString()}]")
 
     def fullWindowPartition(self) -> "KeyedPartitionWindowedDataFrame":
         """One full window per key: the operations of the non-keyed full window, per key."""
