@@ -24,8 +24,8 @@ def lineProject(line: SparkLine): Project =
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value
-        // the Spark Connect plugin: common Scala, plus per line its RelationPlugin adapter and
-        // the Java generated from proto/ by dev/gen-proto for that line's shaded protobuf
+        // the Spark Connect plugin: common Scala, plus per line its RelationPlugin adapter (the
+        // Java messages of proto/ are generated into managed sources: Protoc.settings below)
         val src = root / "jvm" / "src"
         Seq(src / "main" / "scala") ++ shimDirs(src / "shims", line) ++
           Seq(src / "connect" / "scala") ++ shimDirs(src / "connect" / "shims", line)
@@ -53,6 +53,8 @@ def lineProject(line: SparkLine): Project =
       Compile / packageBin / artifactPath :=
         (LocalRootProject / baseDirectory).value / "target" / "jars" / line.jarName,
     )
+    // proto/'s Java messages, by the protoc that this line's shaded protobuf-java needs
+    .settings(Protoc.settings(protocVersion(line)))
 
 def line(name: String): Project = lineProject(sparkLines.find(_.name == name).getOrElse(
   sys.error(s"dev/spark-lines has no Spark $name")))

@@ -47,6 +47,19 @@ object SparkLines {
   val ConnectServerArtifact: Map[String, String] = Map("3.5" -> "3.5.7")
 
   /**
+   * The protoc that generates a line's Java messages (project/Protoc.scala). Gencode runs on a
+   * protobuf-java runtime of the same major version that is as new or newer, so each line gets the
+   * protoc of the oldest runtime it must run on: Spark 3.5's spark-connect_2.12 shades
+   * protobuf-java 3.23.4 (and 4.x gencode does not run on a 3.x runtime); on 4.x, Spark 4.0's
+   * spark-connect jar shades 4.29.3 (4.1 has 4.33.0, 4.2 and 4.3 have 4.33.5).
+   */
+  val ProtocVersion: Map[String, String] =
+    Map("3.5" -> "3.23.4", "4.0" -> "4.29.3", "4.1" -> "4.29.3", "4.2" -> "4.29.3", "4.3" -> "4.29.3")
+
+  def protocVersion(line: SparkLine): String = ProtocVersion.getOrElse(line.name,
+    sys.error(s"project/SparkLines.scala names no protoc for Spark ${line.name} (ProtocVersion)"))
+
+  /**
    * The source folders of `shims` (jvm/src/shims or jvm/src/connect/shims) that hold a line:
    * spark-<line>/{scala,java} or spark-<first>-<last>/{scala,java}.
    */
