@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from fullwindow._jvm import EXTENSION_CLASS, jar_path, operator_metrics
+from fullwindow._jvm import EXTENSION_CLASS, jar_path
+from fullwindow._operation import operator_metrics
 from fullwindow._order import Order
 from fullwindow._session import configure, session
 from fullwindow.errors import (ConfigurationError, FullWindowAnalysisError, FullWindowError,

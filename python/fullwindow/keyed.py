@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from fullwindow._backend import backend, conf_get
-from fullwindow._jvm import jvm_errors
+from fullwindow._operation import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
 from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
                                 require_pandas_conversion)
