@@ -46,6 +46,8 @@ from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LE
                                         settings_of_session)
 from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
 from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, job_events, operators_dir,
+                                         recovery_state)
 from fullwindow.recovery._status import status, verify
 from fullwindow.recovery.lease import Lease
 
@@ -55,70 +57,6 @@ __all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE
            "settings_from", "start", "status", "verify"]
 
 log = logging.getLogger("fullwindow.recovery")
-
-
-def events_dir(job_dir: str) -> str:
-    return _fs.join(job_dir, "events")
-
-
-def operators_dir(job_dir: str) -> str:
-    return _fs.join(job_dir, "operators")
-
-
-def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str, Any]]:
-    """Every intact job event recorded for ``job_id`` under ``directory``, oldest first."""
-    job_dir = _fs.join(directory, job_id)
-    return EventStore.read_all(events_dir(job_dir), _fs.filesystem(directory, spark))
-
-
-class _Vertex:
-    __slots__ = ("num_partitions", "layout", "reads", "finished", "operator")
-
-    def __init__(self) -> None:
-        self.num_partitions: Optional[int] = None
-        self.layout: Optional[str] = None
-        self.reads: List[str] = []  # what each shuffle read of its stage reads (layout text)
-        self.finished: Dict[int, Dict[str, Any]] = {}
-        self.operator: Optional[str] = None
-
-
-def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
-    """Replays job events: per operator fingerprint, its partition count and layout (which
-    shuffle partitions each partition reads) and the last task-finished event of each partition
-    not reset since. A run that laid the operator out differently (another partition count, or
-    adaptive execution coalescing its input otherwise) voids the partitions finished before it;
-    a finished event of another layout than the operator's last one is not used."""
-    vertices: Dict[str, _Vertex] = {}
-    for e in events:
-        fp = e.get("fingerprint")
-        kind = e.get("type")
-        if not isinstance(fp, str):
-            continue
-        v = vertices.setdefault(fp, _Vertex())
-        if kind == "vertexInitialized":
-            n = e.get("numPartitions")
-            layout = e.get("layout")
-            if (v.num_partitions is not None and n != v.num_partitions) or \
-                    (v.layout is not None and layout != v.layout):
-                v.finished.clear()
-            v.num_partitions = n
-            v.layout = layout
-            reads = e.get("reads")
-            v.reads = [str(r) for r in reads] if isinstance(reads, list) else []
-            v.operator = e.get("operator")
-        elif kind == "taskFinished":
-            p = e.get("partition")
-            if isinstance(p, int) and (v.num_partitions is None or 0 <= p < v.num_partitions) \
-                    and (v.layout is None or e.get("layout") == v.layout):
-                v.finished[p] = e
-        elif kind == "vertexReset":
-            parts = e.get("partitions")
-            if parts is None:
-                v.finished.clear()
-            else:
-                for p in parts:
-                    v.finished.pop(p, None)
-    return vertices
 
 
 class _Job:
@@ -515,18 +453,3 @@ def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] =
     _runtime.close_job(job_dir)  # this process's own lease on it ends here
     fs = _fs.filesystem(directory, spark)
     return delete_job(fs, job_dir, "recovery.cleanup")
-
-
-def delete_job(fs: Any, job_dir: str, where: str) -> bool:
-    """Deletes a job's directory unless a driver holds its lease (:class:`RecoveryConflictError`);
-    returns whether there was one."""
-    from fullwindow.recovery import lease
-
-    holder = lease.read(fs, job_dir)
-    if holder is not None and holder["live"]:
-        raise RecoveryConflictError(
-            f"{where}: job {job_dir} is running: {lease.describe(holder)}. Its directory is "
-            "deleted once no driver holds it.")
-    existed = fs.exists(job_dir)
-    fs.delete(job_dir)
-    return existed

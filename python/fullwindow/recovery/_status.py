@@ -10,6 +10,7 @@ import warnings
 from typing import Any, Dict, List, Optional
 
 from fullwindow.recovery import _fs, lease
+from fullwindow.recovery._jobdir import delete_job, events_dir, recovery_state
 
 _FILES = (("path", "bytes", "checksum"), ("indexPath", "indexBytes", "indexChecksum"))
 
@@ -72,7 +73,6 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
         print(st["lease"]["state"], [(op["operation"], op["committed"]) for op in st["operations"]])
         ```
     """
-    from fullwindow.recovery import events_dir, recovery_state
     from fullwindow.recovery.eventstore import EventStore
 
     fs = _fs_for(directory, spark)
@@ -171,7 +171,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         spark = SparkSession.builder.master("local[1]").appName("fullwindow-recovery") \
             .config("spark.ui.enabled", "false").getOrCreate()
     if args.command == "cleanup":
-        from fullwindow.recovery import delete_job
         from fullwindow.recovery.errors import RecoveryConflictError
 
         try:
