@@ -7,7 +7,7 @@ from pyspark.sql.types import _parse_datatype_string
 
 from fullwindow._ddl import parse_simple_schema
 from fullwindow.errors import FullWindowValueError
-from fullwindow.partition import _parse_schema
+from fullwindow._pyfunc import _parse_schema
 
 READ_HERE = [
     "id long, k long, score double",

@@ -22,8 +22,8 @@ from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
 from fullwindow.functions import EndOfStreamWindows, ProcessWindowFunction
-from fullwindow.partition import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
-                                  _require_methods, _time_policy, _udf_column)
+from fullwindow._pyfunc import (_PREFETCH_DEPTH, _parse_schema, _require_callable,
+                                _require_methods, _time_policy, _udf_column)
 
 _seq_ids = itertools.count()
 
