@@ -243,7 +243,8 @@ def map_partition_in_arrow(func, in_schema, key_idx, encoder: RowEncoder, depth:
 
     def run(batches):
         with _Prefetched(batches, arrow_segments(in_schema, key_idx), depth) as p:
-            pending, size = [], 0  # many small keys: send fewer, larger batches
+            pending: list[pa.RecordBatch] = []  # many small keys: send fewer, larger batches
+            size = 0
             for key, slices in groups(p.segments()):
                 for item in _iterable(operation, "func", func(key, slices)):
                     for b in checked(item):

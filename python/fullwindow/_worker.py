@@ -236,7 +236,8 @@ class _Run:
     """One partition's input, decoded ahead of the function; always drained at the end."""
 
     def __init__(self, batches: Iterator[pa.RecordBatch], in_schema: StructType, depth: int):
-        self.prefetch = Prefetcher(batches, RowDecoder(in_schema), depth)
+        self.decoder = RowDecoder(in_schema)
+        self.prefetch = Prefetcher(batches, self.decoder, depth)
 
     def rows(self) -> Iterator[Any]:
         return itertools.chain.from_iterable(self.prefetch)
@@ -325,7 +326,7 @@ def _row_coercer(operation: str, in_schema: StructType, row_class: type):
 def reduce(func, in_schema, encoder: RowEncoder, depth: int):
     def run(batches):
         with _Run(batches, in_schema, depth) as r:
-            row_class = r.prefetch._decode.row_class
+            row_class = r.decoder.row_class
             as_row = _row_coercer("reduce", in_schema, row_class)
 
             it = r.rows()

@@ -330,7 +330,7 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
                                          for _, e in finished])
         for (p, e), ok in zip(finished, intact):
             (verified.__setitem__(p, e) if ok else damaged.append(p))
-    if damaged:
+    if damaged and vertex is not None:
         log.warning("fullwindow: %s %s: the committed outputs of partitions %s are missing or "
                     "damaged; they run again", operation, fp, damaged)
         for p in damaged:

@@ -53,6 +53,7 @@ def decode_records(data: bytes, name: str = "segment") -> Tuple[List[Dict[str, A
     problems: List[str] = []
     pos, n = 0, len(data)
     bad_from: Optional[int] = None
+    last_why: str  # why the stretch from bad_from is damaged (set with bad_from)
 
     def note_bad(end: int, why: str) -> None:
         problems.append(f"{name}: skipped bytes {bad_from}..{end} ({why})")
@@ -294,6 +295,7 @@ class EventStore:
         fs = fs or _fs.filesystem(directory)
         out: List[Tuple[str, List[Dict[str, Any]]]] = []
         for path in EventStore.segments(directory, fs):
+            events: List[Dict[str, Any]]
             try:
                 data = fs.read(path)
             except Exception as err:  # noqa: BLE001 - an unreadable segment is skipped too
