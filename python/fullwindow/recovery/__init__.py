@@ -47,7 +47,7 @@ from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LE
 from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
 from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
 from fullwindow.recovery._status import status, verify
-from fullwindow.recovery.lease import Lease
+from fullwindow.recovery.lease import Lease, attempt_of
 
 __all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE_BUFFER_SIZE",
            "EventStore", "EventStoreWarning", "RecoveryConflictError", "RecoveryStorageError",
@@ -134,7 +134,8 @@ class _Job:
         self.fs = _fs.filesystem(settings.directory, spark)
         probe(self.fs, settings, where)
         self.lease = Lease(self.fs, self.job_dir, settings.lease_timeout,
-                           str(spark.sparkContext.applicationId), on_lost=self._lease_lost)
+                           str(spark.sparkContext.applicationId), on_lost=self._lease_lost,
+                           attempt_id=attempt_of(spark), wait=settings.lease_wait)
         self.lease.acquire(where)
         try:
             self.fs.makedirs(operators_dir(self.job_dir))
