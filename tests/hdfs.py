@@ -1,6 +1,8 @@
-"""A real HDFS for tests: Hadoop's own single-process test cluster (a NameNode and a DataNode,
-``MiniHadoopClusterManager``) started as a separate process on 127.0.0.1 and a free port, with
-pyspark's Hadoop client jars and the jars dev/hdfs/fetch brings from Maven Central."""
+"""A real HDFS, and a real YARN beside it, for tests: Hadoop's own single-process test cluster
+(a NameNode and a DataNode; with ``yarn=True`` also a ResourceManager, a NodeManager and a
+JobHistory server: ``MiniHadoopClusterManager``) started as a separate process on 127.0.0.1 and
+free ports, with pyspark's Hadoop client jars and the jars dev/hdfs/fetch brings from Maven
+Central."""
 from __future__ import annotations
 
 import os
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,15 +38,32 @@ def _jars() -> str:
     return os.pathsep.join([os.path.join(tools, "*"), os.path.join(spark_jars, "*")])
 
 
-class MiniHDFS:
-    """One HDFS process; ``uri`` is ``hdfs://127.0.0.1:<port>``. ``stop`` kills its process
-    group and removes its storage, also when it failed to start."""
+#: the YARN NodeManager's memory for containers, and the smallest container: room for a Spark
+#: application master (cluster mode: the driver) and one executor of 512m each (plus Spark's
+#: 384m overhead), and for the next attempt's while YARN cleans up the last one
+NODE_MEMORY_MB = 4096
+MIN_CONTAINER_MB = 128
 
-    def __init__(self) -> None:
+#: the written configuration names a Hadoop test class as the rack resolver; a client (Spark)
+#: does not have it and needs no rack resolution
+_TEST_ONLY = {"net.topology.node.switch.mapping.impl"}
+
+
+class MiniHDFS:
+    """One HDFS process (and YARN in it with ``yarn=True``); ``uri`` is
+    ``hdfs://127.0.0.1:<port>``, ``conf_dir`` a Hadoop configuration directory for clients
+    (``HADOOP_CONF_DIR`` of spark-submit --master yarn) once started. ``stop`` kills its process
+    group and YARN's containers (each a session of its own, working in a directory under the
+    cluster's) and removes its storage, also when it failed to start."""
+
+    def __init__(self, yarn: bool = False) -> None:
+        self.yarn = yarn
         self.port = _free_port()
+        self.rm_port = _free_port() if yarn else None
         self.uri = f"hdfs://127.0.0.1:{self.port}"
-        self.workdir = tempfile.mkdtemp(prefix="fw-hdfs-")
+        self.workdir = tempfile.mkdtemp(prefix="fw-yarn-" if yarn else "fw-hdfs-")
         self.conf_file = os.path.join(self.workdir, "cluster.xml")
+        self.conf_dir = os.path.join(self.workdir, "conf")
         self.log = os.path.join(self.workdir, "hdfs.log")
         self.proc: subprocess.Popen | None = None
 
@@ -51,13 +71,46 @@ class MiniHDFS:
         cmd = ["java", "-Xmx768m", "-cp", _jars(),
                # the cluster binds 127.0.0.1 only, and names its DataNode by that address
                "-Djava.net.preferIPv4Stack=true",
-               "org.apache.hadoop.mapreduce.MiniHadoopClusterManager", "-nomr", "-format",
+               "org.apache.hadoop.mapreduce.MiniHadoopClusterManager", "-format",
                "-nnport", str(self.port), "-writeConfig", self.conf_file,
                "-D", "dfs.datanode.address=127.0.0.1:0",
                "-D", "dfs.datanode.http.address=127.0.0.1:0",
                "-D", "dfs.datanode.ipc.address=127.0.0.1:0",
                "-D", "dfs.namenode.http-address=127.0.0.1:0",
                "-D", "dfs.replication=1"]
+        if not self.yarn:
+            cmd.insert(cmd.index("-format"), "-nomr")
+        else:
+            cmd += ["-rmport", str(self.rm_port), "-jhsport", str(_free_port())]
+            for key, value in {
+                # the default capacity scheduler has no queues in the test cluster
+                "yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server."
+                "resourcemanager.scheduler.fifo.FifoScheduler",
+                "yarn.nodemanager.resource.memory-mb": NODE_MEMORY_MB,
+                "yarn.scheduler.minimum-allocation-mb": MIN_CONTAINER_MB,
+                "yarn.scheduler.maximum-allocation-mb": NODE_MEMORY_MB,
+                "yarn.nodemanager.resource.cpu-vcores": 4,
+                # a JVM's virtual memory is far above its heap; and the driver's Python
+                # process shares the application master's container
+                "yarn.nodemanager.vmem-check-enabled": "false",
+                "yarn.nodemanager.pmem-check-enabled": "false",
+                # a nearly full disk would mark the only NodeManager unhealthy
+                "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-"
+                "percentage": "99.9",
+                # the ResourceManager's other ports, and the NodeManager's, on 127.0.0.1
+                "yarn.resourcemanager.hostname": "127.0.0.1",
+                "yarn.resourcemanager.scheduler.address": f"127.0.0.1:{_free_port()}",
+                "yarn.resourcemanager.resource-tracker.address": f"127.0.0.1:{_free_port()}",
+                "yarn.resourcemanager.admin.address": f"127.0.0.1:{_free_port()}",
+                "yarn.resourcemanager.webapp.address": f"127.0.0.1:{_free_port()}",
+                "yarn.nodemanager.address": "127.0.0.1:0",
+                "yarn.nodemanager.localizer.address": "127.0.0.1:0",
+                "yarn.nodemanager.webapp.address": "127.0.0.1:0",
+                # a failed attempt's containers are cleaned up at once
+                "yarn.nodemanager.sleep-delay-before-sigkill.ms": 250,
+                "yarn.am.liveness-monitor.expiry-interval-ms": 60_000,
+            }.items():
+                cmd += ["-D", f"{key}={value}"]
         with open(self.log, "w") as log:
             # its data goes to ./target/test/data under the working directory
             self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log,
@@ -67,14 +120,33 @@ class MiniHDFS:
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"HDFS exited with {self.proc.returncode}:\n{self._tail()}")
-                # the configuration file is written once the NameNode and DataNode are up
-                if os.path.exists(self.conf_file) and self._listening():
+                # the configuration file is written once the NameNode and DataNode (and YARN)
+                # are up
+                if os.path.exists(self.conf_file) and self._listening() and \
+                        (not self.yarn or self._write_client_conf()):
                     return self
                 time.sleep(0.5)
             raise RuntimeError(f"HDFS did not start within {timeout:.0f} s:\n{self._tail()}")
         except BaseException:
             self.stop()
             raise
+
+    def _write_client_conf(self) -> bool:
+        """``conf_dir``: the cluster's written configuration, without test-only classes, as
+        core-site.xml, hdfs-site.xml and yarn-site.xml (what spark-submit reads); False while
+        the cluster is still writing it."""
+        try:
+            tree = ET.parse(self.conf_file)
+        except ET.ParseError:  # still being written
+            return False
+        root = tree.getroot()
+        for prop in list(root):
+            if prop.findtext("name") in _TEST_ONLY:
+                root.remove(prop)
+        os.makedirs(self.conf_dir, exist_ok=True)
+        for name in ("core-site.xml", "hdfs-site.xml", "yarn-site.xml"):
+            tree.write(os.path.join(self.conf_dir, name), encoding="utf-8", xml_declaration=True)
+        return True
 
     def _listening(self) -> bool:
         try:
@@ -89,7 +161,27 @@ class MiniHDFS:
         except OSError:
             return ""
 
+    def container_pids(self) -> list[int]:
+        """The processes YARN started for containers (application masters, executors and their
+        Python processes): those working in a directory under the cluster's."""
+        out = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or (self.proc is not None and int(name) == self.proc.pid):
+                continue
+            try:
+                cwd = os.readlink(f"/proc/{name}/cwd")
+            except OSError:
+                continue
+            if cwd.startswith(self.workdir + os.sep):
+                out.append(int(name))
+        return out
+
     def stop(self) -> None:
+        for pid in self.container_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

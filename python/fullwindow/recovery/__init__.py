@@ -49,7 +49,7 @@ from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
 from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, job_events, operators_dir,
                                          recovery_state)
 from fullwindow.recovery._status import status, verify
-from fullwindow.recovery.lease import Lease
+from fullwindow.recovery.lease import Lease, attempt_of
 
 __all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE_BUFFER_SIZE",
            "EventStore", "EventStoreWarning", "RecoveryConflictError", "RecoveryStorageError",
@@ -72,7 +72,8 @@ class _Job:
         self.fs = _fs.filesystem(settings.directory, spark)
         probe(self.fs, settings, where)
         self.lease = Lease(self.fs, self.job_dir, settings.lease_timeout,
-                           str(spark.sparkContext.applicationId), on_lost=self._lease_lost)
+                           str(spark.sparkContext.applicationId), on_lost=self._lease_lost,
+                           attempt_id=attempt_of(spark), wait=settings.lease_wait)
         self.lease.acquire(where)
         try:
             self.fs.makedirs(operators_dir(self.job_dir))

@@ -12,10 +12,12 @@ JOB_ID = "spark.fullwindow.recovery.jobId"
 WRITE_BUFFER_SIZE = "spark.fullwindow.eventStore.writeBufferSize"
 FLUSH_INTERVAL = "spark.fullwindow.eventStore.flushInterval"
 LEASE_TIMEOUT = "spark.fullwindow.recovery.leaseTimeout"
+LEASE_WAIT = "spark.fullwindow.recovery.leaseWait"
 
 DEFAULT_WRITE_BUFFER_SIZE = "1m"
 DEFAULT_FLUSH_INTERVAL = "1s"
 DEFAULT_LEASE_TIMEOUT = "60s"
+DEFAULT_LEASE_WAIT = "0s"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class RecoverySettings:
     write_buffer_size: int
     flush_interval: float
     lease_timeout: float = 60.0
+    lease_wait: float = 0.0
 
     @property
     def job_dir(self) -> str:
@@ -72,7 +75,8 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
                                       WRITE_BUFFER_SIZE),
         flush_interval=_parse_duration(get(FLUSH_INTERVAL) or DEFAULT_FLUSH_INTERVAL,
                                        FLUSH_INTERVAL),
-        lease_timeout=_lease_timeout(get(LEASE_TIMEOUT) or DEFAULT_LEASE_TIMEOUT))
+        lease_timeout=_lease_timeout(get(LEASE_TIMEOUT) or DEFAULT_LEASE_TIMEOUT),
+        lease_wait=_lease_wait(get(LEASE_WAIT) or DEFAULT_LEASE_WAIT))
 
 
 def _lease_timeout(raw: Any) -> float:
@@ -82,6 +86,17 @@ def _lease_timeout(raw: Any) -> float:
     if not value > 0:
         raise ConfigurationError(f"{LEASE_TIMEOUT} is '{raw}'; expected a positive duration "
                                  "such as 60s or 2min.")
+    return value
+
+
+def _lease_wait(raw: Any) -> float:
+    from fullwindow.recovery.eventstore import _parse_duration
+
+    value = _parse_duration(raw, LEASE_WAIT)
+    if not value >= 0 or value == float("inf"):
+        raise ConfigurationError(f"{LEASE_WAIT} is '{raw}'; expected a duration of 0 or more "
+                                 "such as 0s, 90s or 5min (how long a run waits for another "
+                                 "driver's live lease before it fails).")
     return value
 
 

@@ -1,10 +1,17 @@
 """One driver per job id: the lease on ``<dir>/<jobId>``.
 
 Layout: ``<dir>/<jobId>/lease/epoch-<n>``, one small JSON file per holder in turn (host, pid,
-the process's start time, application id, start time, timeout). The lease is the file with the
-highest epoch; its modification time is when its holder last renewed it. It is live while
-``renewed + timeout`` lies ahead, unless its holder ran on this host and that process is gone
+the process's start time, application id and attempt id, start time, timeout). The lease is the
+file with the highest epoch; its modification time is when its holder last renewed it. It is live
+while ``renewed + timeout`` lies ahead, unless its holder ran on this host and that process is gone
 (a pid that no longer exists, or exists with another start time): then it is dead at once.
+
+Attempts: a cluster manager that restarts a failed driver as the next attempt of the same
+application (YARN's ``spark.yarn.maxAppAttempts``) has stopped the earlier attempt first, so a
+live lease whose holder has the same application id and a lower attempt id is taken over at once,
+wherever that holder ran. Any other live holder is a conflict, unless the run may wait
+(``spark.fullwindow.recovery.leaseWait``): then it looks again every half second or so until the
+lease is released, expires or its holder is gone, and fails only once the wait is over.
 
 Taking the lease is creating epoch ``n + 1`` with create-if-absent (a hard link of a synced
 temporary file on a local directory; Hadoop's ``create(path, overwrite=false)`` elsewhere, atomic
@@ -30,7 +37,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from fullwindow.recovery import _fs
 from fullwindow.recovery.errors import RecoveryConflictError
@@ -81,9 +88,10 @@ def _epoch_path(directory: str, n: int) -> str:
 
 def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[str, Any]]:
     """The current lease of a job as plain data (None when no run ever held one): ``epoch``,
-    the holder's ``host``, ``pid``, ``appId``, ``started`` (ms since the epoch), ``timeoutMs``,
-    ``renewed`` (ms, 0 once released), ``expires`` (ms), ``state`` (``live``, ``expired``,
-    ``released`` or ``dead``: its process is gone from this host) and ``live``."""
+    the holder's ``host``, ``pid``, ``appId``, ``attemptId`` (None outside YARN cluster mode),
+    ``started`` (ms since the epoch), ``timeoutMs``, ``renewed`` (ms, 0 once released),
+    ``expires`` (ms), ``state`` (``live``, ``expired``, ``released`` or ``dead``: its process is
+    gone from this host) and ``live``."""
     directory = lease_dir(job_dir)
     epochs = _epochs(fs, directory)
     if not epochs:
@@ -102,7 +110,8 @@ def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[s
         return None
     timeout = int(info.get("timeoutMs") or 60_000)
     out = {"epoch": n, "host": info.get("host"), "pid": info.get("pid"),
-           "appId": info.get("appId"), "started": info.get("started"), "timeoutMs": timeout,
+           "appId": info.get("appId"), "attemptId": info.get("attemptId"),
+           "started": info.get("started"), "timeoutMs": timeout,
            "renewed": renewed, "expires": renewed + timeout}
     if renewed == 0:
         state = "released"
@@ -118,51 +127,114 @@ def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[s
     return out
 
 
+def attempt_of(spark: Any) -> Optional[str]:
+    """The application attempt id of a classic session's driver (YARN cluster mode: ``"1"``,
+    ``"2"``...); None where the cluster manager has no attempts (local, standalone, client
+    mode)."""
+    try:
+        attempt = spark.sparkContext._jsc.sc().applicationAttemptId()
+        return str(attempt.get()) if attempt.isDefined() else None
+    except Exception:  # noqa: BLE001 - no JVM context (nothing to compare attempts with)
+        return None
+
+
+def attempt_from_env() -> Tuple[Optional[str], Optional[str]]:
+    """The application id and attempt id of this process when YARN runs it in a container
+    (``CONTAINER_ID``: ``container_[e<epoch>_]<clusterTimestamp>_<app>_<attempt>_<n>``), for
+    checks made before the JVM starts; ``(None, None)`` elsewhere."""
+    parts = os.environ.get("CONTAINER_ID", "").split("_")
+    if len(parts) >= 5 and parts[0] == "container" and parts[1].startswith("e"):
+        parts = parts[:1] + parts[2:]
+    if len(parts) != 5 or parts[0] != "container" or not all(p.isdigit() for p in parts[1:]):
+        return None, None
+    return f"application_{parts[1]}_{parts[2]}", str(int(parts[3]))
+
+
+def earlier_attempt(holder: Dict[str, Any], app_id: Optional[str],
+                    attempt_id: Optional[str]) -> bool:
+    """Whether ``holder`` is an earlier attempt of application ``app_id``, one that its cluster
+    manager stopped before starting attempt ``attempt_id``."""
+    theirs = holder.get("attemptId")
+    return bool(app_id) and holder.get("appId") == app_id and \
+        str(theirs or "").isdigit() and str(attempt_id or "").isdigit() and \
+        int(str(theirs)) < int(str(attempt_id))
+
+
 def describe(holder: Dict[str, Any]) -> str:
     started = holder.get("started")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started / 1000)) + " UTC" \
         if isinstance(started, int) else "an unknown time"
     left = max(0.0, (holder["expires"] - time.time() * 1000) / 1000)
     state = holder.get("state")
+    attempt = f" attempt {holder['attemptId']}" if holder.get("attemptId") else ""
     return (f"host {holder.get('host') or '?'}, pid {holder.get('pid') or '?'}, application "
-            f"{holder.get('appId') or '?'}, started {when}; " +
+            f"{holder.get('appId') or '?'}{attempt}, started {when}; " +
             (f"its lease expires in {left:.0f} s unless renewed" if state == "live"
              else f"its lease is {state} now"))
 
 
 def check_free(settings: Any, where: str) -> None:
     """Raises :class:`RecoveryConflictError` when a live lease holds the job of ``settings``
-    (a local recovery directory only: a Hadoop URI needs the JVM, where :class:`Lease` checks).
-    Lets a second driver fail before it starts a JVM; the lease itself is taken later."""
+    (a local recovery directory only: a Hadoop URI needs the JVM, where :class:`Lease` checks),
+    after waiting up to ``settings.lease_wait`` for it to end. Lets a second driver fail before
+    it starts a JVM; the lease itself is taken later. An earlier attempt of this YARN
+    application does not count (the lease is taken over from it)."""
     if not _fs.is_local(settings.directory):
         return
-    current = read(_fs.LocalFS(), settings.job_dir)
-    if current is not None and current["live"]:
-        raise _conflict(where, settings.job_dir, current)
+    app_id, attempt_id = attempt_from_env()
+    wait = float(getattr(settings, "lease_wait", 0.0) or 0.0)
+    deadline = time.monotonic() + wait
+    while True:
+        current = read(_fs.LocalFS(), settings.job_dir)
+        if current is None or not current["live"] or \
+                earlier_attempt(current, app_id, attempt_id):
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _conflict(where, settings.job_dir, current, wait)
+        time.sleep(min(left, POLL))
 
 
-def _conflict(where: str, job_dir: str, current: Dict[str, Any]) -> RecoveryConflictError:
+#: how often a run that may wait (``leaseWait``) looks at a live lease again, in seconds
+POLL = 0.5
+
+
+def _conflict(where: str, job_dir: str, current: Dict[str, Any],
+              waited: float = 0.0) -> RecoveryConflictError:
+    from fullwindow.recovery.config import LEASE_WAIT
+
+    waiting = (f" This run waited {waited:g} s ({LEASE_WAIT}) for it to end."
+               if waited > 0 else "")
     return RecoveryConflictError(
         f"{where}: another driver holds job {os.path.basename(job_dir)!r} "
-        f"(lease {lease_dir(job_dir)}): {describe(current)}. Two runs of one job id would "
-        "write into the same recovery directory; wait for that run to end, or stop it, or give "
-        "this run another spark.fullwindow.recovery.jobId.")
+        f"(lease {lease_dir(job_dir)}): {describe(current)}.{waiting} Two runs of one job id "
+        "would write into the same recovery directory; wait for that run to end, or stop it, "
+        f"or give this run another spark.fullwindow.recovery.jobId (or let it wait longer for "
+        f"a live lease: {LEASE_WAIT}).")
 
 
 class Lease:
     """This driver's lease on one job directory; :meth:`acquire` takes it or raises
     :class:`RecoveryConflictError`, a daemon thread renews it until :meth:`release`. When a
     renewal finds the lease lost it calls ``on_lost(why, taken_over)`` (``taken_over``: another
-    driver holds it; else the lease file is gone with the job directory)."""
+    driver holds it; else the lease file is gone with the job directory). ``attempt_id``: this
+    driver's application attempt (an earlier attempt's live lease is taken at once); ``wait``:
+    seconds :meth:`acquire` waits for any other live lease before it raises."""
 
     def __init__(self, fs: Any, job_dir: str, timeout: float, app_id: str,
-                 on_lost: Optional[Callable[[str, bool], None]] = None):
+                 on_lost: Optional[Callable[[str, bool], None]] = None,
+                 attempt_id: Optional[str] = None, wait: float = 0.0):
         self.fs = fs
         self.job_dir = job_dir
         self.directory = lease_dir(job_dir)
         self.timeout_ms = max(1, int(timeout * 1000))
         self.app_id = app_id
+        self.attempt_id = attempt_id
+        self.wait = max(0.0, float(wait))
         self.on_lost = on_lost
+        #: why this driver took the lease over from a holder ("expired", "released", "dead",
+        #: "earlier attempt"), None when there was none
+        self.took_over: Optional[str] = None
         self.epoch: Optional[int] = None
         self.lost: Optional[str] = None
         self._stop = threading.Event()
@@ -175,16 +247,24 @@ class Lease:
 
     def acquire(self, where: str) -> None:
         self.fs.makedirs(self.directory)
+        deadline = time.monotonic() + self.wait
         while True:
             epochs = _epochs(self.fs, self.directory)
             current = read(self.fs, self.job_dir) if epochs else None
-            if current is not None and current["live"]:
-                raise _conflict(where, self.job_dir, current)
+            if current is not None and current["live"] and \
+                    earlier_attempt(current, self.app_id, self.attempt_id):
+                current["state"] = "earlier attempt"  # stopped by its cluster manager
+            elif current is not None and current["live"]:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _conflict(where, self.job_dir, current, self.wait)
+                time.sleep(min(left, POLL))
+                continue
             n = (epochs[-1] if epochs else 0) + 1
             now = int(time.time() * 1000)
             me = {"host": socket.gethostname(), "pid": os.getpid(),
                   "pidStart": _process_start(os.getpid()), "appId": self.app_id,
-                  "started": now, "timeoutMs": self.timeout_ms}
+                  "attemptId": self.attempt_id, "started": now, "timeoutMs": self.timeout_ms}
             mine = _epoch_path(self.directory, n)
             if self.fs.create_with(mine, json.dumps(me, sort_keys=True).encode("utf-8")):
                 if _epochs(self.fs, self.directory)[-1] == n:
@@ -195,8 +275,9 @@ class Lease:
             # another driver took epoch n first: look again (it is live now, or died again)
         self.epoch = n
         if current is not None:
+            self.took_over = current["state"]
             log.warning("fullwindow: job %s: taking over from %s (its lease was %s)",
-                        self.job_dir, current.get("host"), current["state"])
+                        self.job_dir, describe(current), current["state"])
         for old in epochs:  # earlier holders' files: nobody reads them any more
             try:
                 self.fs.delete(_epoch_path(self.directory, old))
