@@ -301,12 +301,13 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
       totalBytes, DataTypeUtils.toAttributes(df.schema)))
 
   /** For each committed file, one line `bytes TAB crc TAB path`, whether it exists with that
-    * size and CRC32: read on the driver, several files at a time. */
+    * size and CRC32: lengths from directory listings on the driver, the bytes checksummed where
+    * executors run (see [[CommittedRows.verifyAll]]). */
   def verifyCommittedAll(spark: SparkSession, files: String): Array[Boolean] =
     CommittedRows.verifyAll(lines(files).toSeq.map { line =>
       val Array(bytes, crc, path) = line.split("\t", 3)
       (path, bytes.toLong, crc.toLong)
-    }, spark.sparkContext.hadoopConfiguration).toArray
+    }, spark.sparkContext).toArray
 }
 
 /** Stands for a committed or recovered operation when fingerprinting a plan. */

@@ -167,7 +167,8 @@ class FullWindowCommitRDD(
             acc.add(s"""{"type":"taskFinished","fingerprint":"$fingerprint",""" +
               s""""operator":"${FullWindowRecoveryListener.escape(operationName)}",""" +
               s""""partition":$index,"layout":"$layout","job":"$jobDirJson","path":"${FullWindowRecoveryListener.escape(c.path)}",""" +
-              s""""rows":${c.rows},"bytes":${c.bytes},"checksum":${c.crc}""")
+              s""""rows":${c.rows},"bytes":${c.bytes},"checksum":${c.crc},""" +
+              s""""codec":"${FullWindowRecoveryListener.escape(c.codec)}"""")
           })
         context.addTaskCompletionListener[Unit](_ => it.discard())
         it

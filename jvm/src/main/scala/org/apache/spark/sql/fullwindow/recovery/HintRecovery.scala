@@ -59,7 +59,7 @@ object HintRecovery extends Logging {
     val vertex = FullWindowRecoveryJobs.vertex(job, fp)
     val finished = vertex.map(_.finished.toSeq.sortBy(_._1)).getOrElse(Nil)
     val intact = CommittedRows.verifyAll(finished.map { case (_, f) => (f.path, f.bytes, f.crc) },
-      hadoopConf)
+      session.sparkContext)
     val (verified, damaged) = finished.zip(intact).partition(_._2) match {
       case (ok, bad) => (ok.map(_._1), bad.map(_._1))
     }
