@@ -9,8 +9,7 @@ from pyspark.sql.types import DataType, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._jvm import jvm_errors
 from fullwindow._keys import resolve_sort_keys
-from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
-                                require_pandas_conversion)
+from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema
 from fullwindow._order import Order
 from fullwindow.errors import ConfigurationError, FullWindowTypeError, FullWindowValueError
 
@@ -148,7 +147,6 @@ class PartitionWindowedDataFrame:
         _require_callable("mapPartitionInPandas", "func", func,
                           "a function taking an iterator of pandas.DataFrame")
         out = _parse_schema("mapPartitionInPandas", schema)
-        require_pandas_conversion("mapPartitionInPandas")
         in_schema = dataframe_schema(self._df)
         options = _worker.PandasOptions.of(self._df.sparkSession)
         return _python_partition(
