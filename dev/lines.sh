@@ -13,3 +13,6 @@ fw_field() {  # fw_field LINE N[-]: the N-th (or N-th and later) field of LINE's
 fw_python() {  # the python of LINE's venv
   if [ "$1" = "$FW_DEFAULT_LINE" ]; then echo .venv/bin/python; else echo ".venvs/spark-$1/bin/python"; fi
 }
+fw_connect_path() {  # what the Spark Connect smoke suite of LINE adds to PYTHONPATH (dev/venvs)
+  if [ -d ".venvs/spark-$1-connect" ]; then echo "$PWD/.venvs/spark-$1-connect"; fi
+}

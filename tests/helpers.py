@@ -17,28 +17,6 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(
     __import__("fullwindow").__file__)))
 
 
-def pandas_forms_refused() -> str | None:
-    """Why this line refuses the pandas forms (FullWindowSetupError's text), or None: on a line
-    without pyspark's Arrow-to-pandas conversion (3.5, 4.0, 4.1) they are a documented refusal,
-    which tests/smoke checks; test cases that run them skip there."""
-    from fullwindow._compat import require_pandas_conversion
-    from fullwindow.errors import FullWindowSetupError
-
-    try:
-        require_pandas_conversion("pandas forms")
-    except FullWindowSetupError as err:
-        return str(err)
-    return None
-
-
-def needs_pandas_forms():
-    """A skip mark for a case that runs a pandas form (see pandas_forms_refused)."""
-    import pytest
-
-    why = pandas_forms_refused()
-    return pytest.mark.skipif(why is not None, reason=f"refused on this line: {why}")
-
-
 def connect_result_metrics_missing() -> str | None:
     """Why ``fullwindow.operator_metrics`` cannot work over Spark Connect on this line, or None:
     a Connect client whose DataFrame has no ``executionInfo`` (3.5) keeps no result metrics, and

@@ -12,7 +12,6 @@ import traceback
 import pytest
 
 from conftest import ROOT
-from helpers import pandas_forms_refused
 
 DOCS = os.path.join(ROOT, "docs")
 NO_RUN = "<!-- no-run -->"
@@ -100,11 +99,6 @@ def test_a_failing_block_names_its_page_and_line(tmp_path, spark):
 
 @pytest.mark.parametrize("page", pages())
 def test_page(page, spark):
-    with open(os.path.join(DOCS, page), encoding="utf-8") as f:
-        runs_pandas_forms = any("InPandas(" in code for _, code, _ in python_blocks(f.read()))
-    refused = pandas_forms_refused()
-    if runs_pandas_forms and refused:
-        pytest.skip(f"the page runs the pandas forms, refused on this line: {refused}")
     before = {key: spark.conf.get(key, None) for key in _RUNTIME_KEYS}
     try:
         run_page(page, spark)

@@ -17,7 +17,6 @@ import pkgutil
 import pytest
 
 import fullwindow
-from helpers import pandas_forms_refused
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -75,8 +74,6 @@ def namespace(spark):
 
 @pytest.mark.parametrize("name", sorted(TESTS))
 def test_docstring(name, namespace):
-    if name.endswith("InPandas") and (why := pandas_forms_refused()) is not None:
-        pytest.skip(f"refused on this line: {why}")
     test = TESTS[name]
     test.globs = dict(test.globs)
     test.globs.update(namespace)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import kill_when, needs_pandas_forms, parquet_rows
+from helpers import kill_when, parquet_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -48,7 +48,6 @@ def test_top_n_per_partition(spark):
     assert got == expected
 
 
-@needs_pandas_forms()
 def test_top_n_per_partition_in_pandas(spark):
     mod = example("top_n_per_partition")
     expected = [tuple(r) for r in mod.main(spark)]
@@ -68,7 +67,6 @@ def test_orders_and_payments(spark):
     ]
 
 
-@needs_pandas_forms()
 def test_orders_and_payments_in_pandas(spark):
     mod = example("orders_payments")
     got = [tuple(r) for r in mod.main(spark)]
@@ -86,7 +84,6 @@ def _nightly(tmp_path, name: str, job_id: str, slow: float = 0.0) -> subprocess.
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
 
 
-@needs_pandas_forms()  # the example's job is a keyed mapPartitionInPandas
 def test_nightly_job_killed_and_resumed(tmp_path):
     from fullwindow.recovery import job_events
 

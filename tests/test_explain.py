@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401
 from fullwindow import AggregateFunction, EndOfStreamWindows, Order, ProcessWindowFunction
-from helpers import needs_pandas_forms, pandas_forms_refused
 
 EOS = EndOfStreamWindows.get()
 ID = r"#\d+L?"  # an expression id
@@ -130,8 +129,8 @@ def test_sql_hint_aggregates(spark, df):
      r"FullWindowMapPartition function=top, output=\[k{id}, v{id}\]"),
     (lambda w: w.mapPartitionInArrow(lambda it: it, "k long, v long"),
      r"FullWindowMapPartitionInArrow function=<lambda>, output=\[k{id}, v{id}\]"),
-    pytest.param(lambda w: w.mapPartitionInPandas(lambda it: it, "k long, v long"),
-     r"FullWindowMapPartitionInPandas function=<lambda>, output=\[k{id}, v{id}\]", marks=needs_pandas_forms()),
+    (lambda w: w.mapPartitionInPandas(lambda it: it, "k long, v long"),
+     r"FullWindowMapPartitionInPandas function=<lambda>, output=\[k{id}, v{id}\]"),
     (lambda w: w.aggregate(Count(), "n long"), r"FullWindowAggregate function=Count, output=\[n{id}\]"),
     (lambda w: w.reduce(lambda a, b: a), r"FullWindowReduce function=<lambda>, output=\[k{id}, v{id}\]"),
     (lambda w: w.process(Keys(), "k long"), r"FullWindowProcess function=Keys, output=\[k{id}\]"),
@@ -143,10 +142,10 @@ def test_non_keyed_python_operations(df, call, pattern):
 @pytest.mark.parametrize("call, pattern", [
     (lambda k: k.fullWindowPartition().mapPartition(per_key, "k long, v long"),
      r"FullWindowKeyedMapPartition keys=\[k{id}\], function=per_key, output=\[k{id}, v{id}\]"),
-    pytest.param(lambda k: k.fullWindowPartition().mapPartitionInPandas(frames_of, "k long, v long"),
-     r"FullWindowKeyedMapPartitionInPandas keys=\[k{id}\], function=frames_of, output=\[k{id}, v{id}\]", marks=needs_pandas_forms()),
-    pytest.param(lambda k: k.window(EOS).applyInPandas(frames_of, "k long, v long"),
-     r"FullWindowKeyedApplyInPandas keys=\[k{id}\], function=frames_of, output=\[k{id}, v{id}\]", marks=needs_pandas_forms()),
+    (lambda k: k.fullWindowPartition().mapPartitionInPandas(frames_of, "k long, v long"),
+     r"FullWindowKeyedMapPartitionInPandas keys=\[k{id}\], function=frames_of, output=\[k{id}, v{id}\]"),
+    (lambda k: k.window(EOS).applyInPandas(frames_of, "k long, v long"),
+     r"FullWindowKeyedApplyInPandas keys=\[k{id}\], function=frames_of, output=\[k{id}, v{id}\]"),
     (lambda k: k.window(EOS).apply(per_key, "k long, v long"),
      r"FullWindowKeyedApply keys=\[k{id}\], function=per_key, output=\[k{id}, v{id}\]"),
     (lambda k: k.fullWindowPartition().aggregate(Count(), "n long"),
@@ -180,7 +179,7 @@ def test_running_reduce_shows_its_order(spark, df):
 
 def test_cogroup(df):
     other = df.select(F.col("k").alias("key"), (F.col("v") * 2).alias("w"))
-    for method in ("apply",) if pandas_forms_refused() else ("apply", "applyInPandas"):
+    for method in ("apply", "applyInPandas"):
         f = pair if method == "apply" else lambda key, left, right: iter([pd.DataFrame({"k": [key]})])
         name = "pair" if method == "apply" else "<lambda>"
         out = getattr(df.keyBy("k").coGroup(other.keyBy("key")).window(EOS), method)(f, "k long")

@@ -19,14 +19,9 @@ from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition / keyBy)
 from fullwindow import EndOfStreamWindows, FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, needs_pandas_forms, num_partitions, partitions, run_python
+from helpers import executed_plan, num_partitions, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
-
-
-# on a line without pyspark's Arrow-to-pandas conversion the pandas forms are a documented
-# refusal, which tests/smoke checks; this module's cases are for the lines that run them
-pytestmark = needs_pandas_forms()
 
 
 @pytest.fixture(scope="module")

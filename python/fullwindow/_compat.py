@@ -6,6 +6,8 @@ same on every line.
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 import inspect
 import re
@@ -15,8 +17,10 @@ import pyarrow as pa
 from pyspark.sql import Column as _Column
 from pyspark.sql import DataFrame as _DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema as _to_arrow_schema
-from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DoubleType,
-                               FloatType, IntegerType, LongType, ShortType, StructType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType,
+                               DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
+                               NullType, ShortType, StringType, StructType, TimestampType,
+                               UserDefinedType, _create_row)
 
 try:  # pyspark.util since 4.0
     from pyspark.util import PythonEvalType
@@ -32,32 +36,151 @@ except ImportError:  # pragma: no cover - a line without variants: a type no val
 try:  # 4.0+
     from pyspark.sql.conversion import ArrowTableToRowsConversion as _ArrowToRows
     from pyspark.sql.conversion import LocalDataToArrowConversion as _RowsToArrow
-except ImportError:  # 3.5: the same converters live in the Connect client, which needs grpcio
-    try:
-        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
-            ArrowTableToRowsConversion as _ArrowToRows)
-        from pyspark.sql.connect.conversion import (  # type: ignore[attr-defined,no-redef,unused-ignore]
-            LocalDataToArrowConversion as _RowsToArrow)
-    except ImportError as _error:  # pragma: no cover - checked by require_row_conversion
-        _ArrowToRows = _RowsToArrow = None  # type: ignore[assignment,misc,unused-ignore]
-        _CONVERSION_ERROR: Optional[ImportError] = _error
-    else:
-        _CONVERSION_ERROR = None
-else:
-    _CONVERSION_ERROR = None
+except ImportError:  # 3.5: see _ClassicArrowToRows
+    _ArrowToRows = _RowsToArrow = None  # type: ignore[assignment,misc,unused-ignore]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+class _ClassicArrowToRows:
+    """Arrow values (as ``to_pylist`` gives them) -> the Python values a classic pyspark 3.5
+    session hands to user code, for pyspark 3.5. Its only per-value converters are in its Spark
+    Connect client (``pyspark.sql.connect.conversion``), which cannot be imported without gRPC;
+    its classic Arrow paths go through pandas, which turns integer columns with nulls into
+    floats. So these follow pyspark's classic rules (``DataType.fromInternal``): timestamps as
+    naive local datetimes, structs as ``Row``, maps as ``dict``, UDTs deserialized; binary nested
+    in structs/arrays as ``bytearray``, as pyspark 3.5 gives it."""
+
+    @staticmethod
+    def _need_converter(dt: DataType) -> bool:
+        if isinstance(dt, ArrayType):
+            return _ClassicArrowToRows._need_converter(dt.elementType)
+        return isinstance(dt, (NullType, StructType, MapType, BinaryType, TimestampType,
+                               UserDefinedType))
+
+    @staticmethod
+    def _create_converter(dt: DataType) -> Callable[[Any], Any]:
+        conv = _ClassicArrowToRows._create_converter
+        if not _ClassicArrowToRows._need_converter(dt):
+            return _identity
+        if isinstance(dt, NullType):
+            return lambda value: None
+        if isinstance(dt, StructType):
+            names, fields = dt.names, [conv(f.dataType) for f in dt.fields]
+
+            def struct(value: Any) -> Any:
+                if value is None:
+                    return None
+                return _create_row(names, [c(v) for c, v in zip(fields, value.values())])
+            return struct
+        if isinstance(dt, ArrayType):
+            element = conv(dt.elementType)
+            return lambda value: None if value is None else [element(v) for v in value]
+        if isinstance(dt, MapType):
+            key, item = conv(dt.keyType), conv(dt.valueType)
+            return lambda value: None if value is None else {key(k): item(v) for k, v in value}
+        if isinstance(dt, BinaryType):
+            return lambda value: None if value is None else bytearray(value)
+        if isinstance(dt, TimestampType):
+            return lambda value: None if value is None else \
+                value.astimezone().replace(tzinfo=None)
+        assert isinstance(dt, UserDefinedType)
+        udt, sql = dt, conv(dt.sqlType())
+        return lambda value: None if value is None else udt.deserialize(sql(value))
+
+
+class _ClassicRowsToArrow:
+    """Python rows (tuples, Rows, dicts, objects) -> an Arrow table, for pyspark 3.5 (see
+    ``_ClassicArrowToRows``), by classic pyspark's rules (``DataType.toInternal``): naive
+    timestamps are local time, structs are taken from Rows/tuples by position and from dicts by
+    name, maps from dicts, UDTs serialized, a NaN decimal is null, and atomic values given for a
+    string field become their text (booleans ``true``/``false``)."""
+
+    @staticmethod
+    def _create_converter(dt: DataType) -> Callable[[Any], Any]:
+        conv = _ClassicRowsToArrow._create_converter
+        if isinstance(dt, NullType):
+            return lambda value: None
+        if isinstance(dt, StructType):
+            names, fields = dt.names, [conv(f.dataType) for f in dt.fields]
+
+            def struct(value: Any) -> Any:
+                if value is None:
+                    return None
+                return dict(zip(names, (c(v) for c, v in zip(fields, _values(value, names)))))
+            return struct
+        if isinstance(dt, ArrayType):
+            element = conv(dt.elementType)
+            if element is _identity:
+                return _identity
+            return lambda value: None if value is None else [element(v) for v in value]
+        if isinstance(dt, MapType):
+            key, item = conv(dt.keyType), conv(dt.valueType)
+            return lambda value: None if value is None else \
+                [(key(k), item(v)) for k, v in value.items()]
+        if isinstance(dt, BinaryType):
+            return lambda value: None if value is None else bytes(value)
+        if isinstance(dt, TimestampType):
+            return lambda value: None if value is None else \
+                value.astimezone(datetime.timezone.utc)
+        if isinstance(dt, DecimalType):
+            return lambda value: None if value is None or value.is_nan() else value
+        if isinstance(dt, StringType):
+            return _to_string
+        if isinstance(dt, UserDefinedType):
+            udt, sql = dt, conv(dt.sqlType())
+            return lambda value: None if value is None else sql(udt.serialize(value))
+        return _identity
+
+    @staticmethod
+    def convert(rows: list, schema: StructType) -> pa.Table:
+        names = schema.names
+        convs = [_ClassicRowsToArrow._create_converter(f.dataType) for f in schema.fields]
+        columns: List[List[Any]] = [[] for _ in names]
+        for row in rows:
+            for column, c, v in zip(columns, convs, _values(row, names)):
+                column.append(c(v))
+        return pa.Table.from_arrays(columns, schema=_to_arrow_schema(schema))
+
+
+def _values(value: Any, names: List[str]) -> Any:
+    """The field values of a row or struct given as a Row, tuple, dict or plain object."""
+    if not isinstance(value, (tuple, dict)) and hasattr(value, "__dict__"):
+        value = value.__dict__
+    if isinstance(value, dict):
+        return [value.get(n) for n in names]
+    if len(value) != len(names):
+        raise ValueError(f"{value!r} has {len(value)} fields, the schema {len(names)}")
+    return value
+
+
+def _to_string(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, bytes, bytearray, decimal.Decimal, datetime.date,
+                          datetime.timedelta)):
+        return str(value)
+    raise TypeError(f"a string field takes str or an atomic value, got {type(value).__name__}")
+
+
+if _ArrowToRows is None:
+    _ArrowToRows = _ClassicArrowToRows  # type: ignore[assignment,misc,unused-ignore]
+    _RowsToArrow = _ClassicRowsToArrow  # type: ignore[assignment,misc,unused-ignore]
 
 __all__ = ["COLUMN_TYPES", "DATAFRAME_TYPES", "PythonEvalType", "VariantType",
            "arrow_value_converter", "connect_dataframe",
            "connect_execution_metrics", "connect_plan_observations", "connect_server_conf",
-           "enforce_schema", "error_condition", "numpy_column_converter",
-           "require_pandas_conversion", "require_row_conversion",
+           "arrow_to_pandas", "enforce_schema", "error_condition", "numpy_column_converter",
+           "pandas_to_arrow",
            "rows_to_arrow", "to_arrow_schema", "to_pylist"]
 
-_CONVERTER_PARAMS = (inspect.signature(_ArrowToRows._create_converter).parameters
-                     if _ArrowToRows is not None else {})
+_CONVERTER_PARAMS = inspect.signature(_ArrowToRows._create_converter).parameters
 _SCHEMA_PARAMS = inspect.signature(_to_arrow_schema).parameters
-_CONVERT_PARAMS = (inspect.signature(_RowsToArrow.convert).parameters
-                   if _RowsToArrow is not None else {})
+_CONVERT_PARAMS = inspect.signature(_RowsToArrow.convert).parameters
 
 
 def error_condition(err: Any) -> Optional[str]:
@@ -74,23 +197,6 @@ def error_condition(err: Any) -> Optional[str]:
     text = err.getMessage() if hasattr(err, "getMessage") else str(err)
     leading = re.match(r"\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)*)\]", text or "")
     return leading.group(1) if leading else None
-
-
-def require_row_conversion() -> None:
-    """Raises ``FullWindowSetupError`` when pyspark's Arrow/row converters cannot be imported:
-    pyspark 3.5 keeps them in its Connect client, which needs grpcio, grpcio-status and
-    googleapis-common-protos (``pip install "fullwindow[spark35]"`` installs them)."""
-    if _CONVERSION_ERROR is None:
-        return
-    import pyspark
-
-    from fullwindow.errors import FullWindowSetupError
-
-    raise FullWindowSetupError(
-        f"pyspark {pyspark.__version__} keeps its Arrow/row converters in "
-        f"pyspark.sql.connect.conversion, which failed to import ({_CONVERSION_ERROR}); install "
-        "its requirements with: pip install \"fullwindow[spark35]\" (grpcio, grpcio-status, "
-        "googleapis-common-protos)") from _CONVERSION_ERROR
 
 
 def _large(t: pa.DataType) -> pa.DataType:
@@ -181,26 +287,59 @@ def rows_to_arrow(rows: list, schema: StructType, large_var_types: bool) -> pa.T
     return table.cast(to_arrow_schema(schema, True)) if large_var_types else table
 
 
-def require_pandas_conversion(operation: str) -> None:
-    """The pandas forms convert through pyspark's ``ArrowBatchTransformer.to_pandas`` and
-    ``PandasToArrowConversion.convert`` (what ``applyInPandas`` uses), which pyspark has from
-    4.2 on; on a line without them a pandas form raises ``FullWindowSetupError`` at once."""
-    try:
-        import pyspark.sql.conversion as conversion
-    except ImportError:  # 3.5 has no pyspark.sql.conversion at all
-        conversion = None  # type: ignore[assignment,unused-ignore]
-    if hasattr(conversion, "ArrowBatchTransformer") and hasattr(conversion,
-                                                                "PandasToArrowConversion"):
-        return
-    import pyspark
+try:  # 4.2+: the conversions applyInPandas uses, as functions of their own
+    from pyspark.sql.conversion import ArrowBatchTransformer as _Transformer
+    from pyspark.sql.conversion import PandasToArrowConversion as _PandasToArrow
+except ImportError:  # 3.5 to 4.1: the same conversions are methods of the pandas serializer
+    _Transformer = _PandasToArrow = None  # type: ignore[assignment,misc,unused-ignore]
 
-    from fullwindow.errors import FullWindowSetupError
 
-    raise FullWindowSetupError(
-        f"{operation}: the pandas forms need pyspark's Arrow-to-pandas conversion "
-        f"(pyspark.sql.conversion.ArrowBatchTransformer), which pyspark {pyspark.__version__} "
-        "does not have (Spark 4.2 and later do). Use the Arrow form (mapPartitionInArrow, or "
-        "apply with pyarrow) and convert with pyarrow's to_pandas() in the function.")
+@functools.lru_cache(maxsize=None)
+def _pandas_serializer(timezone: Optional[str], safecheck: bool, int_to_decimal: bool) -> Any:
+    """pyspark's ``ArrowStreamPandasSerializer`` (what ``mapInPandas`` and ``applyInPandas``
+    convert with up to 4.1), one per setting: 4.1 caches its converters in it."""
+    from pyspark.sql.pandas.serializers import (  # type: ignore[attr-defined,unused-ignore]
+        ArrowStreamPandasSerializer)  # up to 4.1
+
+    if "int_to_decimal_coercion_enabled" in inspect.signature(
+            ArrowStreamPandasSerializer.__init__).parameters:  # 4.1
+        return ArrowStreamPandasSerializer(timezone, safecheck, int_to_decimal)
+    return ArrowStreamPandasSerializer(timezone, safecheck)  # type: ignore[call-arg,unused-ignore]
+
+
+def arrow_to_pandas(batch: pa.RecordBatch, timezone: Optional[str], schema: StructType,
+                    prefer_int_ext: bool) -> List[Any]:
+    """The columns of ``batch`` (of ``schema``) as the pandas Series pyspark's ``applyInPandas``
+    hands to its function: ``ArrowBatchTransformer.to_pandas`` from 4.2, the pandas serializer's
+    ``arrow_to_pandas`` before (timestamps localized to ``timezone``, structs as dicts)."""
+    if _Transformer is not None:
+        return _Transformer.to_pandas(batch, timezone=timezone,  # type: ignore[arg-type,unused-ignore]
+                                      schema=schema, prefer_int_ext_dtype=prefer_int_ext)
+    serializer = _pandas_serializer(timezone, True, False)
+    convert = serializer.arrow_to_pandas
+    if "idx" in inspect.signature(convert).parameters:  # 4.1: a position and the Spark type
+        return [convert(batch.column(i), i, spark_type=f.dataType)
+                for i, f in enumerate(schema.fields)]
+    return [convert(batch.column(i)) for i in range(batch.num_columns)]  # 3.5, 4.0
+
+
+def pandas_to_arrow(columns: List[Any], schema: StructType, timezone: Optional[str],
+                    safecheck: bool, large_var_types: bool,
+                    int_to_decimal: bool) -> pa.RecordBatch:
+    """pandas Series (one per field of ``schema``) as an Arrow batch of ``schema``, converted and
+    cast as ``applyInPandas`` converts its function's result: ``PandasToArrowConversion.convert``
+    from 4.2, the pandas serializer's ``_create_array`` (with Arrow casting) before."""
+    if _PandasToArrow is not None:
+        return _PandasToArrow.convert(
+            columns, schema, timezone=timezone, safecheck=safecheck, arrow_cast=True,
+            prefers_large_types=large_var_types,
+            int_to_decimal_coercion_enabled=int_to_decimal)
+    serializer = _pandas_serializer(timezone, safecheck, int_to_decimal)
+    arrow = to_arrow_schema(schema, large_var_types)
+    arrays = [serializer._create_array(column, arrow.field(i).type, field.dataType,
+                                       arrow_cast=True)
+              for i, (column, field) in enumerate(zip(columns, schema.fields))]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow)
 
 
 # Types whose Arrow column pyspark's Arrow -> pandas conversion turns into a pandas Series
@@ -223,7 +362,6 @@ def _numpy_matches(type_name: str, prefer_int_ext: bool) -> bool:
     on a probe with and without nulls, so that a pyspark that converts a type otherwise (e.g.
     integers to nullable extension dtypes with ``preferIntExtensionDtype``) keeps its own."""
     import pandas as pd
-    from pyspark.sql.conversion import ArrowBatchTransformer
     from pyspark.sql.types import StructField
 
     spark_type = next(t for t in _NUMPY_TYPES if t.__name__ == type_name)()
@@ -234,8 +372,7 @@ def _numpy_matches(type_name: str, prefer_int_ext: bool) -> bool:
         column = pa.array(data, arrow_type)
         batch = pa.RecordBatch.from_arrays([column], names=["c"])
         try:
-            ref = ArrowBatchTransformer.to_pandas(
-                batch, timezone="UTC", schema=schema, prefer_int_ext_dtype=prefer_int_ext)[0]
+            ref = arrow_to_pandas(batch, "UTC", schema, prefer_int_ext)[0]
         except Exception:  # noqa: BLE001 - a pyspark without this conversion: keep its own
             return False
         mine = pd.Series(_array_to_numpy(column), name="c")
@@ -257,13 +394,11 @@ def numpy_column_converter(data_type: DataType,
     return _array_to_numpy
 
 
-try:  # 4.2+
-    from pyspark.sql.conversion import ArrowBatchTransformer as _Transformer
-
+if _Transformer is not None:  # 4.2+
     def enforce_schema(batch: pa.RecordBatch, arrow_schema: pa.Schema) -> pa.RecordBatch:
         """``batch`` with the columns of ``arrow_schema``, taken by name and cast safely."""
         return _Transformer.enforce_schema(batch, arrow_schema)
-except ImportError:
+else:
     def enforce_schema(batch: pa.RecordBatch, arrow_schema: pa.Schema) -> pa.RecordBatch:
         """``batch`` with the columns of ``arrow_schema``, taken by name and cast safely."""
         if batch.num_columns == 0 or len(arrow_schema) == 0:

@@ -7,7 +7,7 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
-from fullwindow._compat import connect_server_conf, require_row_conversion
+from fullwindow._compat import connect_server_conf
 from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 from fullwindow._jvm import EXTENSION_CLASS, facade, jar_path
 from fullwindow.errors import FullWindowSetupError
@@ -54,7 +54,6 @@ def configure(builder: SparkSession.Builder,
             f"the fullwindow jar is missing at {jar}: the package was installed without it. "
             "Run dev/setup from the source checkout (it builds the jar with sbt), or install "
             "a built wheel.")
-    require_row_conversion()  # pyspark 3.5 without its Connect client's requirements
     if remote is not None:
         _require_connect_plugin(jar)  # before the builder is touched
     options = getattr(builder, "_options", {})

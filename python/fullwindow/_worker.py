@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 from pyspark.sql.types import Row, StructType
 
-from fullwindow._compat import (arrow_value_converter, enforce_schema, numpy_column_converter,
-                                rows_to_arrow, to_arrow_schema, to_pylist)
+from fullwindow._compat import (arrow_to_pandas, arrow_value_converter, enforce_schema,
+                                numpy_column_converter, pandas_to_arrow, rows_to_arrow,
+                                to_arrow_schema, to_pylist)
 from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
 
 _MISSING = object()
@@ -441,12 +442,8 @@ class PandasDecoder:
             return pd.DataFrame(index=pd.RangeIndex(batch.num_rows))
         columns: dict[int, Any] = {i: conv(batch.column(i)) for i, conv in self._numpy}
         if self._other:
-            from pyspark.sql.conversion import ArrowBatchTransformer
-
-            series = ArrowBatchTransformer.to_pandas(
-                batch.select(self._other), timezone=self.options.timezone,  # type: ignore[arg-type,unused-ignore]
-                schema=self._other_schema,
-                prefer_int_ext_dtype=self.options.prefer_int_ext)
+            series = arrow_to_pandas(batch.select(self._other), self.options.timezone,
+                                     self._other_schema, self.options.prefer_int_ext)
             columns.update(zip(self._other, series))
         frame = pd.DataFrame({i: columns[i] for i in range(len(self.names))},
                              index=pd.RangeIndex(batch.num_rows), copy=False)
@@ -497,7 +494,6 @@ class PandasEncoder:
 
     def encode(self, frame) -> pa.RecordBatch:
         import pandas as pd
-        from pyspark.sql.conversion import PandasToArrowConversion
 
         if not isinstance(frame, pd.DataFrame):
             raise SchemaMismatchError(
@@ -508,30 +504,21 @@ class PandasEncoder:
         columns = self._columns(frame)
         o = self.options
         try:
-            return PandasToArrowConversion.convert(
-                columns, self.schema, timezone=o.timezone, safecheck=o.safecheck,
-                arrow_cast=True, prefers_large_types=o.large_var_types,
-                int_to_decimal_coercion_enabled=o.int_to_decimal)
+            return pandas_to_arrow(columns, self.schema, o.timezone, o.safecheck,
+                                   o.large_var_types, o.int_to_decimal)
         except Exception as err:  # noqa: BLE001 - narrowed to the field below
             self._diagnose(columns, err)
             raise
 
     def _arrow_schema(self) -> pa.Schema:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        return to_arrow_schema(self.schema, timezone="UTC",
-                               prefers_large_types=self.options.large_var_types)
+        return to_arrow_schema(self.schema, self.options.large_var_types)
 
     def _diagnose(self, columns: list, err: Exception) -> None:
-        from pyspark.sql.conversion import PandasToArrowConversion
-
         o = self.options
         for column, field in zip(columns, self.schema.fields):
             try:
-                PandasToArrowConversion.convert(
-                    [column], StructType([field]), timezone=o.timezone, safecheck=o.safecheck,
-                    arrow_cast=True, prefers_large_types=o.large_var_types,
-                    int_to_decimal_coercion_enabled=o.int_to_decimal)
+                pandas_to_arrow([column], StructType([field]), o.timezone, o.safecheck,
+                                o.large_var_types, o.int_to_decimal)
             except Exception as field_err:  # noqa: BLE001
                 sample = column.head(3).tolist() if hasattr(column, "head") else column
                 raise SchemaMismatchError(

@@ -16,8 +16,7 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 from fullwindow._backend import backend, conf_get
 from fullwindow._operation import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
-from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
-                                require_pandas_conversion)
+from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema
 from fullwindow._order import Order
 from fullwindow.errors import (ConfigurationError, FullWindowTypeError, FullWindowValueError,
                                KeyNotSortableError, StreamingNotSupportedError)
@@ -340,7 +339,6 @@ class KeyedPartitionWindowedDataFrame:
         _require_callable(label, "func", func,
                           "a function (key, iterator of pandas.DataFrame) -> DataFrames")
         out = _parse_schema(label, schema)
-        require_pandas_conversion(label)
         in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
         options = PandasOptions.of(self._df.sparkSession)
         return _keyed_python(self._df, self._keys, operation, out,
@@ -670,7 +668,6 @@ class CoGroupedWindowedDataFrames:
         _require_callable("coGroup applyInPandas", "func", func,
                           "a function (key, left_frames, right_frames) taking and yielding "
                           "pandas.DataFrame")
-        require_pandas_conversion("coGroup applyInPandas")
         options = PandasOptions.of(self._left.dataframe.sparkSession)
         return self._co_group("applyInPandas", func, schema,
                               "a function (key, left_frames, right_frames) taking and yielding "

@@ -9,8 +9,7 @@ from pyspark.sql.types import DataType, StructType
 from fullwindow._backend import backend
 from fullwindow._operation import jvm_errors
 from fullwindow._keys import resolve_sort_keys
-from fullwindow._compat import (COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema,
-                                require_pandas_conversion)
+from fullwindow._compat import COLUMN_TYPES, DATAFRAME_TYPES, dataframe_schema
 from fullwindow._order import Order
 from fullwindow._pyfunc import (_PREFETCH_DEPTH, _parse_schema, _python_partition, _recoverable,
                                 _require_callable, _require_methods, _time_policy)
@@ -150,7 +149,6 @@ class PartitionWindowedDataFrame:
         _require_callable("mapPartitionInPandas", "func", func,
                           "a function taking an iterator of pandas.DataFrame")
         out = _parse_schema("mapPartitionInPandas", schema)
-        require_pandas_conversion("mapPartitionInPandas")
         in_schema = dataframe_schema(self._df)
         options = _worker.PandasOptions.of(self._df.sparkSession)
         return _python_partition(

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order
 from fullwindow.errors import FullWindowSetupError
-from helpers import executed_plan, kill_when, partitions, run_python
+from helpers import PACKAGE_PARENT, ROOT, executed_plan, kill_when, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -140,36 +140,90 @@ def test_recovery_kill_and_resume(tmp_path):
     assert job.ran("B", "r2") == sorted(PARTS - done_b)
 
 
-def test_pandas_forms_or_their_documented_refusal(spark, df):
-    """The pandas forms where pyspark has its Arrow-to-pandas conversion (4.2 and later); on a
-    line without it each raises FullWindowSetupError saying so, before anything runs."""
-    import importlib
+def total(key, frames):
+    import pandas as pd
 
-    def total(key, frames):
-        import pandas as pd
+    yield pd.DataFrame({"k": [key], "n": [sum(len(f) for f in frames)]})
 
-        yield pd.DataFrame({"k": [key], "n": [sum(len(f) for f in frames)]})
 
-    calls = [
-        lambda: df.fullWindowPartition().mapPartitionInPandas(
-            lambda frames: (f[["k"]] for f in frames), "k long"),
-        lambda: df.keyBy("k").fullWindowPartition().mapPartitionInPandas(total, "k long, n long"),
-        lambda: df.keyBy("k").coGroup(df.keyBy("k")).window(EOS).applyInPandas(
-            lambda key, left, right: total(key, left), "k long, n long"),
-    ]
-    try:  # pyspark.sql.conversion: 4.0 and later; ArrowBatchTransformer in it: 4.2 and later
-        has_pandas_conversion = hasattr(importlib.import_module("pyspark.sql.conversion"),
-                                        "ArrowBatchTransformer")
-    except ImportError:
-        has_pandas_conversion = False
-    if has_pandas_conversion:
-        assert calls[0]().count() == 60
-        assert sorted(tuple(r) for r in calls[1]().collect()) == [(k, 15) for k in range(4)]
-        assert sorted(tuple(r) for r in calls[2]().collect()) == [(k, 15) for k in range(4)]
-    else:
-        for call in calls:
-            with pytest.raises(FullWindowSetupError, match="pandas forms need pyspark's"):
-                call()
+def frame_sizes(key, frames):
+    import pandas as pd
+
+    sizes = [len(f) for f in frames]
+    yield pd.DataFrame({"k": [key], "frames": [len(sizes)], "largest": [max(sizes)],
+                        "n": [sum(sizes)]})
+
+
+def test_pandas_forms(spark, df):
+    """The pandas forms run on every line: non-keyed and keyed mapPartitionInPandas, keyed and
+    coGroup applyInPandas; a key's records come in frames of at most one Arrow batch."""
+    out = df.fullWindowPartition().mapPartitionInPandas(
+        lambda frames: (f[["k"]] for f in frames), "k long")
+    assert out.count() == 60
+    keyed = df.keyBy("k")
+    per_key = [(k, 15) for k in range(4)]
+    assert sorted(tuple(r) for r in keyed.fullWindowPartition().mapPartitionInPandas(
+        total, "k long, n long").collect()) == per_key
+    assert sorted(tuple(r) for r in keyed.window(EOS).applyInPandas(
+        total, "k long, n long").collect()) == per_key
+    assert sorted(tuple(r) for r in keyed.coGroup(df.keyBy("k")).window(EOS).applyInPandas(
+        lambda key, left, right: total(key, left), "k long, n long").collect()) == per_key
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
+    try:  # streamed: 15 records of a key in frames of at most 4 rows, never the whole key
+        rows = keyed.window(EOS).applyInPandas(
+            frame_sizes, "k long, frames long, largest long, n long").collect()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert sorted(r.k for r in rows) == [0, 1, 2, 3]
+    assert all(r.n == 15 and r.largest <= 4 and r.frames >= 4 for r in rows), rows
+
+
+MIXED = ("k long, i long, s string, t timestamp, d decimal(10,2), st struct<a:int>, "
+         "arr array<long>, b binary, dt date, f double")
+
+
+def describe(pdf):
+    """A frame's dtypes and values, rows in ``i`` order, as text to compare."""
+    import pandas as pd
+
+    pdf = pdf.sort_values("i").reset_index(drop=True)
+    text = "; ".join(f"{c}:{pdf[c].dtype}:{[repr(v) for v in pdf[c]]}" for c in pdf.columns)
+    return pd.DataFrame({"k": [int(pdf["k"].iloc[0])], "desc": [text]})
+
+
+def keyed_frames(key, frames):
+    import pandas as pd
+
+    yield pd.concat(list(frames), ignore_index=True)
+
+
+def test_pandas_frames_and_results_are_this_lines_applyInPandas(spark):
+    """The frames a pandas form hands out (dtypes, values, nulls, time zone) and the rows its
+    results give are those of this line's own groupBy().applyInPandas."""
+    import datetime
+    import decimal
+
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        data = spark.createDataFrame(
+            [(k, i, f"s{i}" if i % 3 else None,
+              datetime.datetime(2024, 3, 10, i % 24, 30) if i % 4 else None,
+              decimal.Decimal(i) / 4 if i % 5 else None, {"a": i} if i % 2 else None,
+              [i, i + 1] if i % 3 != 1 else None, bytes([i]) if i % 2 else None,
+              datetime.date(2024, 1, 1 + i % 28), float(i) / 2 if i % 6 else None)
+             for k in range(3) for i in range(k * 10, k * 10 + 10)], MIXED).repartition(2)
+        theirs = data.groupBy("k").applyInPandas(describe, "k long, desc string")
+        ours = data.keyBy("k").window(EOS).applyInPandas(
+            lambda key, frames: [describe(next(keyed_frames(key, frames)))],
+            "k long, desc string")
+        assert sorted(tuple(r) for r in ours.collect()) == \
+            sorted(tuple(r) for r in theirs.collect())
+        back = data.keyBy("k").window(EOS).applyInPandas(keyed_frames, MIXED)
+        same = data.groupBy("k").applyInPandas(lambda pdf: pdf, MIXED)
+        assert sorted(back.collect(), key=lambda r: r.i) == sorted(same.collect(),
+                                                                    key=lambda r: r.i)
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
 
 
 def test_spark_connect_plugin_on_every_line(tmp_path):
@@ -194,31 +248,95 @@ def test_spark_connect_plugin_on_every_line(tmp_path):
         _require_connect_plugin(str(bare))
 
 
-def test_row_converters_need_the_connect_client_libraries_on_3_5():
-    """pyspark 3.5 keeps the Arrow/row converters in its Connect client, which imports grpc:
-    without it configure() raises FullWindowSetupError naming the spark35 extra, before any
-    JVM starts; later lines have them in pyspark.sql.conversion and need no grpc."""
-    r = run_python("""
-        import sys
-        sys.modules["grpc"] = None   # as if grpcio were not installed
-        import fullwindow
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-        try:
-            fullwindow.configure(SparkSession.builder)
-            print("CONFIGURED")
-        except fullwindow.FullWindowSetupError as e:
-            print("REFUSED", e)
-        print("JVM", SparkContext._jvm is not None)
-    """)
-    try:
-        import pyspark.sql.conversion  # noqa: F401
-    except ImportError:
-        assert "REFUSED" in r.stdout and 'pip install "fullwindow[spark35]"' in r.stdout, \
-            r.stdout + r.stderr[-2000:]
-    else:
-        assert "CONFIGURED" in r.stdout, r.stdout + r.stderr[-2000:]
-    assert "JVM False" in r.stdout
+NO_GRPC_JOB = """
+import json, sys
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import functions as F
+import fullwindow
+from fullwindow import AggregateFunction, EndOfStreamWindows, ProcessWindowFunction
+
+class Total(AggregateFunction):
+    def create_accumulator(self): return 0
+    def add(self, value, acc): return acc + value.v
+    def get_result(self, acc): return (acc,)
+    def merge(self, a, b): return a + b
+
+class Count(ProcessWindowFunction):
+    def process(self, key, ctx, rows): yield (key, sum(1 for _ in rows))
+
+def frames(key, parts): yield pd.DataFrame({"k": [key], "n": [sum(len(p) for p in parts)]})
+
+spark = fullwindow.session(master="local[2]")
+EOS = EndOfStreamWindows.get()
+df = spark.range(0, 40, 1, 2).selectExpr("id % 4 AS k", "id AS v",
+                                          "timestamp_seconds(id) AS t", "named_struct('a', id) AS s")
+w, k = df.fullWindowPartition(), df.keyBy("k")
+right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
+out = {
+    "sortPartition": w.sortPartition("v").count(),
+    "mapPartition": sum(r.n for r in w.mapPartition(
+        lambda rows: [(sum(1 for r in rows if r.t.year == 1970 and r.s.a == r.v),)],
+        "n long").collect()),
+    "mapPartitionInArrow": sum(r.n for r in w.mapPartitionInArrow(
+        lambda bs: (pa.RecordBatch.from_pydict({"n": [b.num_rows]}) for b in bs),
+        "n long").collect()),
+    "mapPartitionInPandas": w.mapPartitionInPandas(lambda fs: (f[["k"]] for f in fs),
+                                                   "k long").count(),
+    "aggregate": sum(r.s for r in w.aggregate(F.sum("v").alias("s")).collect()),
+    "aggregate Python": sum(r.s for r in w.aggregate(Total(), "s long").collect()),
+    "reduce": sum(r.v for r in w.reduce(lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
+    "process": sorted(tuple(r) for r in w.process(Count(), "k long, n long").collect()),
+    "keyed mapPartition": sorted(tuple(r) for r in k.fullWindowPartition().mapPartition(
+        lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long").collect()),
+    "keyed mapPartitionInPandas": sorted(tuple(r) for r in k.fullWindowPartition()
+                                         .mapPartitionInPandas(frames, "k long, n long").collect()),
+    "keyed aggregate": sorted(tuple(r) for r in k.window(EOS).aggregate(Total(), "s long").collect()),
+    "keyed reduce": sorted(r.v for r in k.window(EOS).reduce(
+        lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
+    "keyed process": sorted(tuple(r) for r in k.window(EOS).process(Count(), "k long, n long").collect()),
+    "keyed applyInPandas": sorted(tuple(r) for r in k.window(EOS).applyInPandas(
+        frames, "k long, n long").collect()),
+    "coGroup apply": sorted(tuple(r) for r in k.coGroup(right.keyBy("k")).window(EOS).apply(
+        lambda key, l, r: [(key, sum(1 for _ in l), sum(x.w for x in r))],
+        "k long, n long, w long").collect()),
+    "coGroup applyInPandas": sorted(tuple(r) for r in k.coGroup(right.keyBy("k")).window(EOS)
+                                    .applyInPandas(lambda key, l, r: frames(key, l),
+                                                   "k long, n long").collect()),
+}
+print("RESULT " + json.dumps(out))
+print("GRPC " + str(sorted(m for m in sys.modules if m.split(".")[0] == "grpc")))
+spark.stop()
+"""
+
+
+def test_a_classic_session_runs_every_operation_without_grpc(tmp_path):
+    """A classic session needs no Spark Connect client library on any line (on 3.5 too, whose
+    pyspark keeps its only Arrow/row converters in its Connect client): with gRPC not importable,
+    in the driver and in the Python workers, fullwindow.session() runs every operation."""
+    import json
+
+    blocked = tmp_path / "grpc"
+    blocked.mkdir()
+    (blocked / "__init__.py").write_text('raise ImportError("grpc is not installed here")\n')
+    r = run_python(NO_GRPC_JOB, env={"PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), PACKAGE_PARENT, os.path.join(ROOT, "tests")])})
+    said = [line for line in r.stdout.splitlines() if line.startswith("RESULT ")]
+    assert said, r.stdout + r.stderr[-3000:]
+    out = json.loads(said[0][len("RESULT "):])
+    per_key = [[k, 10] for k in range(4)]
+    total = sum(range(40))
+    assert out == {
+        "sortPartition": 40, "mapPartition": 40, "mapPartitionInArrow": 40,
+        "mapPartitionInPandas": 40, "aggregate": total, "aggregate Python": total,
+        "reduce": total, "process": [[None, 20], [None, 20]], "keyed mapPartition": per_key,
+        "keyed mapPartitionInPandas": per_key,
+        "keyed aggregate": [[k, sum(range(k, 40, 4))] for k in range(4)],
+        "keyed reduce": [sum(range(k, 40, 4)) for k in range(4)], "keyed process": per_key,
+        "keyed applyInPandas": per_key,
+        "coGroup apply": [[k, 10, k + k + 4] for k in range(4)],
+        "coGroup applyInPandas": per_key}
+    assert "GRPC []" in r.stdout
 
 
 def test_numeric_columns_reach_python_as_arrow_gives_them():

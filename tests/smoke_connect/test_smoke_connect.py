@@ -21,6 +21,8 @@ from helpers import needs_connect_result_metrics
 # `spark` fixture: a local Connect server)
 from test_smoke import (df, test_aggregate_reduce_and_process, test_cogroup,  # noqa: F401
                         test_error_mapping, test_keyed_operations, test_map_partition_and_arrow,
+                        test_pandas_forms,
+                        test_pandas_frames_and_results_are_this_lines_applyInPandas,
                         test_sort_partition, test_sql_hint)
 
 EOS = EndOfStreamWindows.get()

@@ -11,8 +11,9 @@ import org.apache.spark.sql.types.StructType
 
 /** Python calls, Spark 4.1: the output type is given, then a session id and a profiler. */
 trait PythonShims {
-  /** Spark's mapInArrow evaluation of `udf` (SQL_MAP_ARROW_ITER_UDF) over rows of `inputSchema`
-    * (`fixedBatchRows` is for the 4.2+ evaluation; here Spark's batching is used as it is). */
+  /** Spark's mapInArrow evaluation of `udf` (SQL_MAP_ARROW_ITER_UDF) over rows of `inputSchema`,
+    * in batches of `fixedBatchRows` rows when given (the pandas forms' frame size), else of the
+    * session's `arrowMaxRecordsPerBatch`. */
   def mapInArrowFactory(
       output: Seq[Attribute],
       udf: PythonUDF,
@@ -24,7 +25,8 @@ trait PythonShims {
     new MapInBatchEvaluatorFactory(
       output, Seq((ChainedPythonFunctions(Seq(udf.func)), udf.resultId.id)), inputSchema,
       udf.dataType,
-      conf.arrowMaxRecordsPerBatch, PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
+      fixedBatchRows.getOrElse(conf.arrowMaxRecordsPerBatch),
+      PythonEvalType.SQL_MAP_ARROW_ITER_UDF,
       conf.sessionLocalTimeZone, conf.arrowUseLargeVarTypes,
       ArrowPythonRunner.getPythonRunnerConfMap(conf), pythonMetrics, jobArtifactUUID, None, None)
 }
