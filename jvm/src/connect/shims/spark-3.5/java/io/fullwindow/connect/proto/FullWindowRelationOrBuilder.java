@@ -137,5 +137,20 @@ public interface FullWindowRelationOrBuilder extends
    */
   io.fullwindow.connect.proto.CoGroupOrBuilder getCoGroupOrBuilder();
 
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   * @return Whether the serverInfo field is set.
+   */
+  boolean hasServerInfo();
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   * @return The serverInfo.
+   */
+  io.fullwindow.connect.proto.ServerInfo getServerInfo();
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   */
+  io.fullwindow.connect.proto.ServerInfoOrBuilder getServerInfoOrBuilder();
+
   io.fullwindow.connect.proto.FullWindowRelation.OperationCase getOperationCase();
 }

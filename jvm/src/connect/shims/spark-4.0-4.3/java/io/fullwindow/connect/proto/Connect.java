@@ -70,6 +70,11 @@ public final class Connect {
   static final 
     org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_fullwindow_connect_CoGroup_fieldAccessorTable;
+  static final org.sparkproject.connect.protobuf.Descriptors.Descriptor
+    internal_static_fullwindow_connect_ServerInfo_descriptor;
+  static final 
+    org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_fullwindow_connect_ServerInfo_fieldAccessorTable;
 
   public static org.sparkproject.connect.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -80,7 +85,7 @@ public final class Connect {
   static {
     java.lang.String[] descriptorData = {
       "\n\030fullwindow/connect.proto\022\022fullwindow.c" +
-      "onnect\"\234\004\n\022FullWindowRelation\022\r\n\005input\030\001" +
+      "onnect\"\323\004\n\022FullWindowRelation\022\r\n\005input\030\001" +
       " \001(\014\022;\n\016sort_partition\030\n \001(\0132!.fullwindo" +
       "w.connect.SortPartitionH\000\0222\n\taggregate\030\013" +
       " \001(\0132\035.fullwindow.connect.AggregateH\000\022?\n" +
@@ -93,20 +98,22 @@ public final class Connect {
       "nnect.KeyedPythonPartitionH\000\0229\n\rkeyed_ru" +
       "nning\030\020 \001(\0132 .fullwindow.connect.KeyedRu" +
       "nningH\000\022/\n\010co_group\030\021 \001(\0132\033.fullwindow.c" +
-      "onnect.CoGroupH\000B\013\n\toperation\"0\n\rSortPar" +
-      "tition\022\014\n\004keys\030\001 \003(\014\022\021\n\tascending\030\002 \003(\010\"" +
-      "\034\n\tAggregate\022\017\n\007columns\030\001 \003(\014\"A\n\017PythonP" +
-      "artition\022\021\n\toperation\030\001 \001(\t\022\013\n\003udf\030\002 \001(\014" +
-      "\022\016\n\006pandas\030\003 \001(\010\" \n\020KeyedRepartition\022\014\n\004" +
-      "keys\030\001 \003(\t\"/\n\016KeyedAggregate\022\014\n\004keys\030\001 \003" +
-      "(\t\022\017\n\007columns\030\002 \003(\014\"T\n\024KeyedPythonPartit" +
-      "ion\022\021\n\toperation\030\001 \001(\t\022\014\n\004keys\030\002 \003(\t\022\013\n\003" +
-      "udf\030\003 \001(\014\022\016\n\006pandas\030\004 \001(\010\"N\n\014KeyedRunnin" +
-      "g\022\021\n\toperation\030\001 \001(\t\022\014\n\004keys\030\002 \003(\t\022\020\n\010se" +
-      "quence\030\003 \001(\t\022\013\n\003udf\030\004 \001(\014\"\\\n\007CoGroup\022\r\n\005" +
-      "right\030\001 \001(\014\022\021\n\tleft_keys\030\002 \003(\t\022\022\n\nright_" +
-      "keys\030\003 \003(\t\022\013\n\003udf\030\004 \001(\014\022\016\n\006pandas\030\005 \001(\010B" +
-      "\037\n\033io.fullwindow.connect.protoP\001b\006proto3"
+      "onnect.CoGroupH\000\0225\n\013server_info\030\036 \001(\0132\036." +
+      "fullwindow.connect.ServerInfoH\000B\013\n\topera" +
+      "tion\"0\n\rSortPartition\022\014\n\004keys\030\001 \003(\014\022\021\n\ta" +
+      "scending\030\002 \003(\010\"\034\n\tAggregate\022\017\n\007columns\030\001" +
+      " \003(\014\"A\n\017PythonPartition\022\021\n\toperation\030\001 \001" +
+      "(\t\022\013\n\003udf\030\002 \001(\014\022\016\n\006pandas\030\003 \001(\010\" \n\020Keyed" +
+      "Repartition\022\014\n\004keys\030\001 \003(\t\"/\n\016KeyedAggreg" +
+      "ate\022\014\n\004keys\030\001 \003(\t\022\017\n\007columns\030\002 \003(\014\"T\n\024Ke" +
+      "yedPythonPartition\022\021\n\toperation\030\001 \001(\t\022\014\n" +
+      "\004keys\030\002 \003(\t\022\013\n\003udf\030\003 \001(\014\022\016\n\006pandas\030\004 \001(\010" +
+      "\"N\n\014KeyedRunning\022\021\n\toperation\030\001 \001(\t\022\014\n\004k" +
+      "eys\030\002 \003(\t\022\020\n\010sequence\030\003 \001(\t\022\013\n\003udf\030\004 \001(\014" +
+      "\"\\\n\007CoGroup\022\r\n\005right\030\001 \001(\014\022\021\n\tleft_keys\030" +
+      "\002 \003(\t\022\022\n\nright_keys\030\003 \003(\t\022\013\n\003udf\030\004 \001(\014\022\016" +
+      "\n\006pandas\030\005 \001(\010\"\014\n\nServerInfoB\037\n\033io.fullw" +
+      "indow.connect.protoP\001b\006proto3"
     };
     descriptor = org.sparkproject.connect.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -117,7 +124,7 @@ public final class Connect {
     internal_static_fullwindow_connect_FullWindowRelation_fieldAccessorTable = new
       org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fullwindow_connect_FullWindowRelation_descriptor,
-        new java.lang.String[] { "Input", "SortPartition", "Aggregate", "PythonPartition", "KeyedRepartition", "KeyedAggregate", "KeyedPythonPartition", "KeyedRunning", "CoGroup", "Operation", });
+        new java.lang.String[] { "Input", "SortPartition", "Aggregate", "PythonPartition", "KeyedRepartition", "KeyedAggregate", "KeyedPythonPartition", "KeyedRunning", "CoGroup", "ServerInfo", "Operation", });
     internal_static_fullwindow_connect_SortPartition_descriptor =
       getDescriptor().getMessageTypes().get(1);
     internal_static_fullwindow_connect_SortPartition_fieldAccessorTable = new
@@ -166,6 +173,12 @@ public final class Connect {
       org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_fullwindow_connect_CoGroup_descriptor,
         new java.lang.String[] { "Right", "LeftKeys", "RightKeys", "Udf", "Pandas", });
+    internal_static_fullwindow_connect_ServerInfo_descriptor =
+      getDescriptor().getMessageTypes().get(9);
+    internal_static_fullwindow_connect_ServerInfo_fieldAccessorTable = new
+      org.sparkproject.connect.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_fullwindow_connect_ServerInfo_descriptor,
+        new java.lang.String[] { });
     descriptor.resolveAllFeaturesImmutable();
   }
 

@@ -57,6 +57,7 @@ private static final long serialVersionUID = 0L;
     KEYED_PYTHON_PARTITION(15),
     KEYED_RUNNING(16),
     CO_GROUP(17),
+    SERVER_INFO(30),
     OPERATION_NOT_SET(0);
     private final int value;
     private OperationCase(int value) {
@@ -82,6 +83,7 @@ private static final long serialVersionUID = 0L;
         case 15: return KEYED_PYTHON_PARTITION;
         case 16: return KEYED_RUNNING;
         case 17: return CO_GROUP;
+        case 30: return SERVER_INFO;
         case 0: return OPERATION_NOT_SET;
         default: return null;
       }
@@ -360,6 +362,37 @@ private static final long serialVersionUID = 0L;
     return io.fullwindow.connect.proto.CoGroup.getDefaultInstance();
   }
 
+  public static final int SERVER_INFO_FIELD_NUMBER = 30;
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   * @return Whether the serverInfo field is set.
+   */
+  @java.lang.Override
+  public boolean hasServerInfo() {
+    return operationCase_ == 30;
+  }
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   * @return The serverInfo.
+   */
+  @java.lang.Override
+  public io.fullwindow.connect.proto.ServerInfo getServerInfo() {
+    if (operationCase_ == 30) {
+       return (io.fullwindow.connect.proto.ServerInfo) operation_;
+    }
+    return io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+  }
+  /**
+   * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+   */
+  @java.lang.Override
+  public io.fullwindow.connect.proto.ServerInfoOrBuilder getServerInfoOrBuilder() {
+    if (operationCase_ == 30) {
+       return (io.fullwindow.connect.proto.ServerInfo) operation_;
+    }
+    return io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -400,6 +433,9 @@ private static final long serialVersionUID = 0L;
     }
     if (operationCase_ == 17) {
       output.writeMessage(17, (io.fullwindow.connect.proto.CoGroup) operation_);
+    }
+    if (operationCase_ == 30) {
+      output.writeMessage(30, (io.fullwindow.connect.proto.ServerInfo) operation_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -445,6 +481,10 @@ private static final long serialVersionUID = 0L;
     if (operationCase_ == 17) {
       size += org.sparkproject.connect.protobuf.CodedOutputStream
         .computeMessageSize(17, (io.fullwindow.connect.proto.CoGroup) operation_);
+    }
+    if (operationCase_ == 30) {
+      size += org.sparkproject.connect.protobuf.CodedOutputStream
+        .computeMessageSize(30, (io.fullwindow.connect.proto.ServerInfo) operation_);
     }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
@@ -497,6 +537,10 @@ private static final long serialVersionUID = 0L;
         if (!getCoGroup()
             .equals(other.getCoGroup())) return false;
         break;
+      case 30:
+        if (!getServerInfo()
+            .equals(other.getServerInfo())) return false;
+        break;
       case 0:
       default:
     }
@@ -545,6 +589,10 @@ private static final long serialVersionUID = 0L;
       case 17:
         hash = (37 * hash) + CO_GROUP_FIELD_NUMBER;
         hash = (53 * hash) + getCoGroup().hashCode();
+        break;
+      case 30:
+        hash = (37 * hash) + SERVER_INFO_FIELD_NUMBER;
+        hash = (53 * hash) + getServerInfo().hashCode();
         break;
       case 0:
       default:
@@ -705,6 +753,9 @@ private static final long serialVersionUID = 0L;
       if (coGroupBuilder_ != null) {
         coGroupBuilder_.clear();
       }
+      if (serverInfoBuilder_ != null) {
+        serverInfoBuilder_.clear();
+      }
       operationCase_ = 0;
       operation_ = null;
       return this;
@@ -781,6 +832,10 @@ private static final long serialVersionUID = 0L;
           coGroupBuilder_ != null) {
         result.operation_ = coGroupBuilder_.build();
       }
+      if (operationCase_ == 30 &&
+          serverInfoBuilder_ != null) {
+        result.operation_ = serverInfoBuilder_.build();
+      }
     }
 
     @java.lang.Override
@@ -829,6 +884,10 @@ private static final long serialVersionUID = 0L;
         }
         case CO_GROUP: {
           mergeCoGroup(other.getCoGroup());
+          break;
+        }
+        case SERVER_INFO: {
+          mergeServerInfo(other.getServerInfo());
           break;
         }
         case OPERATION_NOT_SET: {
@@ -922,6 +981,13 @@ private static final long serialVersionUID = 0L;
               operationCase_ = 17;
               break;
             } // case 138
+            case 242: {
+              input.readMessage(
+                  getServerInfoFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              operationCase_ = 30;
+              break;
+            } // case 242
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2132,6 +2198,148 @@ private static final long serialVersionUID = 0L;
       operationCase_ = 17;
       onChanged();
       return coGroupBuilder_;
+    }
+
+    private org.sparkproject.connect.protobuf.SingleFieldBuilder<
+        io.fullwindow.connect.proto.ServerInfo, io.fullwindow.connect.proto.ServerInfo.Builder, io.fullwindow.connect.proto.ServerInfoOrBuilder> serverInfoBuilder_;
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     * @return Whether the serverInfo field is set.
+     */
+    @java.lang.Override
+    public boolean hasServerInfo() {
+      return operationCase_ == 30;
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     * @return The serverInfo.
+     */
+    @java.lang.Override
+    public io.fullwindow.connect.proto.ServerInfo getServerInfo() {
+      if (serverInfoBuilder_ == null) {
+        if (operationCase_ == 30) {
+          return (io.fullwindow.connect.proto.ServerInfo) operation_;
+        }
+        return io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+      } else {
+        if (operationCase_ == 30) {
+          return serverInfoBuilder_.getMessage();
+        }
+        return io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+      }
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    public Builder setServerInfo(io.fullwindow.connect.proto.ServerInfo value) {
+      if (serverInfoBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        operation_ = value;
+        onChanged();
+      } else {
+        serverInfoBuilder_.setMessage(value);
+      }
+      operationCase_ = 30;
+      return this;
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    public Builder setServerInfo(
+        io.fullwindow.connect.proto.ServerInfo.Builder builderForValue) {
+      if (serverInfoBuilder_ == null) {
+        operation_ = builderForValue.build();
+        onChanged();
+      } else {
+        serverInfoBuilder_.setMessage(builderForValue.build());
+      }
+      operationCase_ = 30;
+      return this;
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    public Builder mergeServerInfo(io.fullwindow.connect.proto.ServerInfo value) {
+      if (serverInfoBuilder_ == null) {
+        if (operationCase_ == 30 &&
+            operation_ != io.fullwindow.connect.proto.ServerInfo.getDefaultInstance()) {
+          operation_ = io.fullwindow.connect.proto.ServerInfo.newBuilder((io.fullwindow.connect.proto.ServerInfo) operation_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          operation_ = value;
+        }
+        onChanged();
+      } else {
+        if (operationCase_ == 30) {
+          serverInfoBuilder_.mergeFrom(value);
+        } else {
+          serverInfoBuilder_.setMessage(value);
+        }
+      }
+      operationCase_ = 30;
+      return this;
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    public Builder clearServerInfo() {
+      if (serverInfoBuilder_ == null) {
+        if (operationCase_ == 30) {
+          operationCase_ = 0;
+          operation_ = null;
+          onChanged();
+        }
+      } else {
+        if (operationCase_ == 30) {
+          operationCase_ = 0;
+          operation_ = null;
+        }
+        serverInfoBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    public io.fullwindow.connect.proto.ServerInfo.Builder getServerInfoBuilder() {
+      return getServerInfoFieldBuilder().getBuilder();
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    @java.lang.Override
+    public io.fullwindow.connect.proto.ServerInfoOrBuilder getServerInfoOrBuilder() {
+      if ((operationCase_ == 30) && (serverInfoBuilder_ != null)) {
+        return serverInfoBuilder_.getMessageOrBuilder();
+      } else {
+        if (operationCase_ == 30) {
+          return (io.fullwindow.connect.proto.ServerInfo) operation_;
+        }
+        return io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+      }
+    }
+    /**
+     * <code>.fullwindow.connect.ServerInfo server_info = 30;</code>
+     */
+    private org.sparkproject.connect.protobuf.SingleFieldBuilder<
+        io.fullwindow.connect.proto.ServerInfo, io.fullwindow.connect.proto.ServerInfo.Builder, io.fullwindow.connect.proto.ServerInfoOrBuilder> 
+        getServerInfoFieldBuilder() {
+      if (serverInfoBuilder_ == null) {
+        if (!(operationCase_ == 30)) {
+          operation_ = io.fullwindow.connect.proto.ServerInfo.getDefaultInstance();
+        }
+        serverInfoBuilder_ = new org.sparkproject.connect.protobuf.SingleFieldBuilder<
+            io.fullwindow.connect.proto.ServerInfo, io.fullwindow.connect.proto.ServerInfo.Builder, io.fullwindow.connect.proto.ServerInfoOrBuilder>(
+                (io.fullwindow.connect.proto.ServerInfo) operation_,
+                getParentForChildren(),
+                isClean());
+        operation_ = null;
+      }
+      operationCase_ = 30;
+      onChanged();
+      return serverInfoBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:fullwindow.connect.FullWindowRelation)
