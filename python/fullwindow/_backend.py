@@ -205,14 +205,19 @@ class ConnectBackend(_Backend):
 
         return UserDefinedFunction
 
-    def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[Any] = ()):
+    def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[Any] = (),
+               python: bool = False):
         """A Connect DataFrame over ``df`` whose plan is a FullWindowRelation that ``fill(rel,
         client)`` completes; analyzed at once (one round trip), so that a bad argument fails
-        here with the same error as on a classic session, not at the first action."""
+        here with the same error as on a classic session, not at the first action. The
+        session's first operation checks the server's jar version (one round trip); its first
+        ``python`` one sends the package to the session's workers where they lack it."""
+        from fullwindow._connect.artifact import prepare
         from fullwindow._connect.plan import FullWindowPlan
 
         session = df.sparkSession
         _check_no_recovery(session)
+        prepare(session, python)
         out = connect_dataframe(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
         dataframe_schema(out)  # analyze now (and keep the schema where the client does not)
         return out
@@ -237,7 +242,7 @@ class ConnectBackend(_Backend):
             rel.python_partition.operation = operation
             rel.python_partition.udf = self._expr(client, udf)
             rel.python_partition.pandas = bool(pandas)
-        return self._build(df, fill)
+        return self._build(df, fill, python=True)
 
     def keyed_repartition(self, df, keys):
         def fill(rel, client):
@@ -255,14 +260,14 @@ class ConnectBackend(_Backend):
             m = rel.keyed_python_partition
             m.operation, m.udf, m.pandas = operation, self._expr(client, udf), bool(pandas)
             m.keys.extend(keys)
-        return self._build(df, fill)
+        return self._build(df, fill, python=True)
 
     def keyed_running(self, df, operation, keys, sequence, udf):
         def fill(rel, client):
             m = rel.keyed_running
             m.operation, m.sequence, m.udf = operation, sequence, self._expr(client, udf)
             m.keys.extend(keys)
-        return self._build(df, fill)
+        return self._build(df, fill, python=True)
 
     def co_group(self, left, right, left_keys, right_keys, udf, pandas):
         def fill(rel, client):
@@ -271,7 +276,7 @@ class ConnectBackend(_Backend):
             m.left_keys.extend(left_keys)
             m.right_keys.extend(right_keys)
             m.udf, m.pandas = self._expr(client, udf), bool(pandas)
-        return self._build(left, fill, [right])
+        return self._build(left, fill, [right], python=True)
 
     def operator_metrics(self, df) -> dict[str, int]:
         """Spark Connect sends the executed plan's SQL metrics with each result; the last

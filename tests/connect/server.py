@@ -28,13 +28,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def fullwindow_server_args(extension: bool = True) -> list[str]:
+def fullwindow_server_args(extension: bool = True, jar: str | None = None) -> list[str]:
     """The three settings that put fullwindow on a Connect server (what the README says);
-    ``extension=False`` leaves spark.sql.extensions out (jar and plugin only)."""
+    ``extension=False`` leaves spark.sql.extensions out (jar and plugin only); ``jar``: another
+    jar than the package's."""
     import fullwindow
     from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 
-    args = ["--jars", fullwindow.jar_path(), "--conf", f"{PLUGIN_CONF}={PLUGIN_CLASS}"]
+    args = ["--jars", jar or fullwindow.jar_path(), "--conf", f"{PLUGIN_CONF}={PLUGIN_CLASS}"]
     if extension:
         args += ["--conf", f"spark.sql.extensions={fullwindow.EXTENSION_CLASS}"]
     return args
@@ -56,11 +57,13 @@ def server_command() -> list[str]:
 
 class ConnectServer:
     """``with ConnectServer(fullwindow=True) as server: ... server.url``; the server process
-    group is killed on exit, also after a failure."""
+    group is killed on exit, also after a failure. ``python``: the interpreter of the server's
+    Python workers (by default this one); ``jar``: another fullwindow jar than the package's."""
 
     def __init__(self, fullwindow: bool = True, conf: Mapping[str, str] | None = None,
-                 master: str = "local[2]", extension: bool = True):
-        self.extension = extension
+                 master: str = "local[2]", extension: bool = True, python: str | None = None,
+                 jar: str | None = None):
+        self.extension, self.python, self.jar = extension, python or sys.executable, jar
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.fullwindow, self.conf, self.master = fullwindow, dict(conf or {}), master
@@ -80,7 +83,7 @@ class ConnectServer:
         conf = {"spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.connect.grpc.binding.port": str(self.port),
                 "spark.ui.enabled": "false", "spark.driver.memory": "1g",
-                "spark.sql.shuffle.partitions": "4", "spark.pyspark.python": sys.executable}
+                "spark.sql.shuffle.partitions": "4", "spark.pyspark.python": self.python}
         import fullwindow
         from fullwindow._compat import connect_server_conf
 
@@ -88,12 +91,14 @@ class ConnectServer:
         conf.update(self.conf)
         args = server_command() + ["--master", self.master]
         if self.fullwindow:
-            args += fullwindow_server_args(self.extension)
+            args += fullwindow_server_args(self.extension, self.jar)
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
         env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
                         SPARK_CONNECT_MODE="0", SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
-                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=self.python)
+        if self.python != sys.executable:  # nothing of this process's Python path either
+            env.pop("PYTHONPATH", None)
         log = open(os.path.join(self.logdir, "server.out"), "w")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -132,3 +137,32 @@ class ConnectServer:
 
     def __exit__(self, *exc) -> None:
         self.cleanup()
+
+
+def python_without_fullwindow(folder: str) -> str:
+    """A Python environment with this one's pyspark, pyarrow and pandas but no fullwindow (what
+    a Connect server's workers have when only the jar was added): a venv whose site-packages
+    holds one .pth line naming this environment's site-packages folder. Python does not read
+    the .pth files of a folder added that way, so the editable install of fullwindow (a .pth
+    of its own) is not active there. Returns its interpreter; checked to import the three and
+    not fullwindow."""
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", folder], check=True,
+                   capture_output=True, timeout=120)
+    python = os.path.join(folder, "bin", "python")
+    theirs = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(theirs, "shared_site_packages.pth"), "w") as f:
+        f.write(sysconfig.get_paths()["purelib"] + "\n")
+    env = clean_env()
+    env.pop("PYTHONPATH", None)
+    ok = subprocess.run([python, "-c", "import pyspark, pyarrow, pandas"], env=env,
+                        capture_output=True, text=True)
+    if ok.returncode != 0:
+        raise RuntimeError(f"{python} cannot import pyspark, pyarrow, pandas:\n{ok.stderr}")
+    without = subprocess.run([python, "-c", "import fullwindow"], env=env, capture_output=True,
+                             text=True)
+    if without.returncode == 0 or "No module named 'fullwindow'" not in without.stderr:
+        raise RuntimeError(f"{python} should not import fullwindow:\n{without.stderr}")
+    return python

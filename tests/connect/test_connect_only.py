@@ -147,7 +147,8 @@ def test_every_rerun_module_brings_its_classic_modules_cases():
     here = os.path.dirname(os.path.abspath(__file__))
     reruns = [f[len("test_connect_"):-3] for f in os.listdir(here)
               if f.startswith("test_connect_") and f[:-3] not in
-              ("test_connect_only", "test_connect_proto", "test_connect_server")]
+              ("test_connect_only", "test_connect_proto", "test_connect_server",
+               "test_connect_remote")]
     assert len(reruns) >= 8, reruns
     for name in reruns:
         rerun = importlib.import_module(f"test_connect_{name}")

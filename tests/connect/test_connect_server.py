@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import fullwindow
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ CLIENT = """
 import json, sys
 import fullwindow
 from fullwindow import EndOfStreamWindows, FullWindowSetupError
+from fullwindow._connect.artifact import server_state
 spark = fullwindow.session(remote=sys.argv[1] if len(sys.argv) > 1 else {url!r})
 df = spark.range(0, 100, 1, 4).selectExpr("id % 7 AS k", "id AS v")
 other = spark.range(0, 30, 1, 2).selectExpr("id % 10 AS k", "id AS w")
@@ -32,7 +34,9 @@ try:
     print("RESULT " + json.dumps({{
         "keyed": sorted(map(list, keyed.collect())),
         "cogroup": sorted(map(list, co.collect())),
-        "plan": keyed._explain_string(mode="simple")}}))
+        "plan": keyed._explain_string(mode="simple"),
+        "python_version": server_state(spark).python_version,
+        "shipped": server_state(spark).shipped}}))
 except FullWindowSetupError as err:
     print("SETUP " + json.dumps(str(err)))
 finally:
@@ -63,6 +67,8 @@ def test_keyed_map_partition_and_cogroup_on_a_connect_server_process():
                          for k in range(10))
     assert out["cogroup"] == expected_co
     assert "FullWindowKeyedMapPartition" in out["plan"]
+    # the server's workers run this interpreter, which imports this fullwindow: nothing sent
+    assert out["python_version"] == fullwindow.__version__ and out["shipped"] is False
     assert server.proc is None  # stopped
 
 

@@ -36,6 +36,7 @@ object FullWindowConnectPlanner {
           "server's session (spark.sql.extensions does not include " +
           s"fullwindow.sql.FullWindowExtensions). Start the Connect server with $ServerSettings.")
     }
+    if (rel.getOperationCase == OperationCase.SERVER_INFO) return ServerReport.relation()
     val input = p.dataset(rel.getInput.toByteArray)
     def columns(bytes: java.util.List[org.sparkproject.connect.protobuf.ByteString]): Array[Column] =
       bytes.asScala.map(b => p.column(b.toByteArray)).toArray
@@ -74,6 +75,62 @@ object FullWindowConnectPlanner {
           s"unknown fullwindow operation $other: the client is newer than the server's jar")
     }
     out.logicalPlan
+  }
+}
+
+/**
+ * What a [[io.fullwindow.connect.proto.ServerInfo]] asks: one row of this jar's version and the
+ * fullwindow version that the server's Python workers' interpreter imports (null: none). The
+ * jar's version is its manifest's Implementation-Version (sbt writes the build's version
+ * there). The interpreter is the one Spark Connect's planner gives Python UDFs (PYSPARK_PYTHON,
+ * else PYSPARK_DRIVER_PYTHON, else python3); it is asked once per interpreter and server JVM, by
+ * a short process that finds the package without importing it (about 30 ms).
+ */
+private[connect] object ServerReport {
+  import java.nio.charset.StandardCharsets.UTF_8
+  import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
+
+  import scala.util.control.NonFatal
+
+  import org.apache.spark.sql.catalyst.expressions.AttributeReference
+  import org.apache.spark.sql.catalyst.plans.logical.LocalRelation
+  import org.apache.spark.sql.types.StringType
+
+  lazy val jarVersion: String =
+    Option(getClass.getPackage).flatMap(p => Option(p.getImplementationVersion))
+      .getOrElse(FullWindowPython.Version)
+
+  private val Probe =
+    "import importlib.util, re\n" +
+      "spec = importlib.util.find_spec('fullwindow')\n" +
+      "if spec is not None and spec.origin:\n" +
+      "    with open(spec.origin) as f:\n" +
+      "        m = re.search(r'^__version__\\s*=\\s*[\"\\']([^\"\\']+)', f.read(), re.M)\n" +
+      "    print(m.group(1) if m else '')\n"
+
+  private val probed = new ConcurrentHashMap[String, Option[String]]()
+
+  def pythonExec: String =
+    sys.env.getOrElse("PYSPARK_PYTHON", sys.env.getOrElse("PYSPARK_DRIVER_PYTHON", "python3"))
+
+  def pythonVersion(): Option[String] =
+    probed.computeIfAbsent(pythonExec, exec => probe(exec))
+
+  private def probe(exec: String): Option[String] = try {
+    val proc = new ProcessBuilder(exec, "-c", Probe)
+      .redirectError(ProcessBuilder.Redirect.DISCARD).start()
+    proc.getOutputStream.close()
+    val out = new String(proc.getInputStream.readAllBytes(), UTF_8).trim
+    if (proc.waitFor(60, TimeUnit.SECONDS) && proc.exitValue == 0 && out.nonEmpty) Some(out)
+    else None
+  } catch {
+    case NonFatal(_) => None
+  }
+
+  def relation(): LogicalPlan = {
+    val output = Seq(AttributeReference("jar_version", StringType, nullable = false)(),
+      AttributeReference("python_version", StringType, nullable = true)())
+    LocalRelation.fromExternalRows(output, Seq(Row(jarVersion, pythonVersion().orNull)))
   }
 }
 
