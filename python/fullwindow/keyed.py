@@ -685,8 +685,8 @@ class CoGroupedWindowedDataFrames:
                      schema: Union[StructType, str]) -> DataFrame:
         """:meth:`apply` with Arrow: ``func(key, left_batches, right_batches)`` once for every
         key present on either side, each side's records of the key streamed as
-        ``pyarrow.RecordBatch`` es of at most one Arrow batch, named as that side's columns (a
-        side without records gives an empty iterator); it yields batches (or Tables) of
+        ``pyarrow.RecordBatch`` objects of at most one Arrow batch, named as that side's columns
+        (a side without records gives an empty iterator); it yields batches (or Tables) of
         ``schema``, cast to it as ``mapPartitionInArrow``'s are. The memory bound is
         :meth:`apply`'s: read the left batches before the right ones (or only one side) and no
         key is held whole.
