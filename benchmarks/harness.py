@@ -24,7 +24,11 @@ import time
 import traceback
 from typing import Any
 
-from benchmarks.registry import Case, all_cases
+from benchmarks.cases import all_cases
+from benchmarks.registry import Case
+from benchmarks.report import update_results
+from benchmarks.tables import (_HEADER, _fmt_bytes, _fmt_ms, _fmt_ratio, _fmt_time,  # noqa: F401
+                               _markdown_table, _process_cpu_ratio, _row, _stats, _text_table)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -97,41 +101,6 @@ def _log(msg: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# statistics and formatting
-
-def _stats(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    if len(xs) >= 2:
-        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-    else:
-        q1 = q3 = xs[0]
-    return {"median": statistics.median(xs), "min": xs[0], "max": xs[-1], "q1": q1, "q3": q3,
-            "n": len(xs)}
-
-
-def _fmt_time(s: dict[str, float]) -> str:
-    return f"{s['median']:.2f} s [{s['min']:.2f}–{s['max']:.2f}]"
-
-
-def _fmt_ratio(s: dict[str, float]) -> str:
-    return f"{s['median']:.2f}× [{s['min']:.2f}–{s['max']:.2f}]"
-
-
-def _fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    if n == 0:
-        return "0"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.0f} {unit}" if n / size >= 100 else f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
-
-
-def _fmt_ms(n: float | None) -> str:
-    return "?" if n is None else f"{n / 1000:.2f} s"
-
-
 # ----------------------------------------------------------------------------------------------
 # the child: one case in one Spark session
 
@@ -305,19 +274,26 @@ def _run_child(args: argparse.Namespace) -> int:
 
         sc = spark.sparkContext
         jvm = sc._jvm
-        variants = {"ours": case.ours, "native": case.native}
-        times: dict[str, list[float]] = {"ours": [], "native": []}
-        tags: dict[str, list[str]] = {"ours": [], "native": []}
+        extra = list(case.natives()) if case.natives else []
+        variants = {"ours": case.ours, "native": case.native,
+                    **{f"native:{n.name}": n.run for n in extra}}
+        result["natives"] = {"native": {"name": case.native_name, "node": case.native_node},
+                             **{f"native:{n.name}": {"name": n.name, "node": n.node}
+                                for n in extra}}
+        names = list(variants)
+        times: dict[str, list[float]] = {v: [] for v in names}
+        tags: dict[str, list[str]] = {v: [] for v in names}
         order_log = []
         background: list[float | None] = []
         try:
             jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
         except Exception:  # noqa: BLE001
             jvm_pid = -1
-        proc_cpu: dict[str, list[dict[str, float]]] = {"ours": [], "native": []}
+        proc_cpu: dict[str, list[dict[str, float]]] = {v: [] for v in names}
         for r in range(args.warmup + args.rounds):
             warm = r < args.warmup
-            order = ("ours", "native") if r % 2 == 0 else ("native", "ours")
+            # every variant goes first in turn (two variants: they alternate)
+            order = tuple(names[r % len(names):] + names[:r % len(names)])
             order_log.append(list(order))
             line = []
             busy, waited = (_wait_for_quiet(args.quiet_wait) if args.quiet_wait > 0
@@ -355,8 +331,9 @@ def _run_child(args: argparse.Namespace) -> int:
         from benchmarks.metrics import RunMetrics
         rm = RunMetrics(spark)
         nodes = {t: case.ours_node for t in tags["ours"]}
-        nodes.update({t: case.native_node for t in tags["native"]})
-        collected = rm.collect(tags["ours"] + tags["native"], nodes) if rm.available() else {}
+        for v, info in result["natives"].items():
+            nodes.update({t: info["node"] for t in tags[v]})
+        collected = rm.collect([t for v in names for t in tags[v]], nodes) if rm.available() else {}
         result["metrics"] = {v: [{**collected.get(t, {}), **cpu}
                                  for t, cpu in zip(tags[v], proc_cpu[v])] for v in tags}
         result["metrics_available"] = bool(collected)
@@ -390,8 +367,19 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     res["ours_stats"] = _stats(res["times"]["ours"])
     res["native_stats"] = _stats(res["times"]["native"])
     res["ratio_stats"] = _stats(res["ratios"])
+    natives = res.get("natives") or {"native": {"name": case.native_name,
+                                                "node": case.native_node}}
+    res["natives"] = natives
+    res["native_name"] = natives["native"]["name"]
+    res["variant_stats"] = {v: _stats(res["times"][v]) for v in natives}
+    contenders = [v for v in natives if v != "native" or case.baseline_in_headline] or ["native"]
+    fastest = min(contenders, key=lambda v: res["variant_stats"][v]["median"])
+    res["fastest_native"] = fastest
+    res["fastest_native_name"] = natives[fastest]["name"]
+    res["best_ratios"] = [n / o for o, n in zip(res["times"]["ours"], res["times"][fastest])]
+    res["best_ratio_stats"] = _stats(res["best_ratios"])
     profile = {}
-    for variant in ("ours", "native"):
+    for variant in ("ours", *natives):
         runs = res["metrics"].get(variant, [])
         profile[variant] = {key: _median_of(runs, key) for key in (
             "duration_ms", "sort_time_ms", "scan_time_ms", "spill_size_bytes",
@@ -412,7 +400,8 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     res["cpu_ratio_stats"] = _stats(cpu) if cpu else None
     problems = []
     if res.get("metrics_available"):
-        for variant, node in (("ours", case.ours_node), ("native", case.native_node)):
+        for variant, node in (("ours", case.ours_node),
+                              *((v, info["node"]) for v, info in natives.items())):
             runs = res["metrics"].get(variant, [])
             if node and not all(r.get("node_ran") for r in runs):
                 problems.append(f"{node} missing from the {variant} plan")
@@ -426,58 +415,8 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     if problems:
         res["status"] = "INVALID (" + "; ".join(problems) + ")"
     else:
-        res["status"] = "PASS" if res["ratio_stats"]["median"] >= case.bar else "MISS"
+        res["status"] = "PASS" if res["best_ratio_stats"]["median"] >= case.bar else "MISS"
     return res
-
-
-_HEADER = ["case", "rows", "ours median [min–max]", "native median [min–max]",
-           "ratio median [min–max] (IQR)", "bar", "result", "spilled/run ours / native",
-           "task-CPU ratio median", "JVM+Python CPU ratio median"]
-
-
-def _process_cpu_ratio(res: dict[str, Any]) -> float | None:
-    """Median over rounds of native / ours CPU time of the driver JVM plus its Python workers
-    (from /proc; unlike task CPU time it counts the Python side of Python operations)."""
-    def total(run):
-        j, p = run.get("jvm_process_cpu_ms"), run.get("python_cpu_ms")
-        return None if j is None or p is None else j + p
-    metrics = res.get("metrics") or {}
-    ratios = [total(n) / total(o) for o, n in zip(metrics.get("ours", []), metrics.get("native", []))
-              if total(o) and total(n)]
-    return statistics.median(ratios) if ratios else None
-
-
-def _row(res: dict[str, Any]) -> list[str]:
-    bar = f"≥ {res['bar']:.2f}×" + (f", {res['bar_note']}" if res.get("bar_note") else "")
-    if res.get("error"):
-        return [res["name"], f"{res.get('rows', 0):,}", "–", "–", "–", bar, res["status"], "–",
-                "–", "–"]
-    prof = res["profile"]
-
-    def spill(v):
-        x = prof[v].get("spill_size_bytes")
-        return _fmt_bytes(x if x is not None else prof[v].get("memory_bytes_spilled"))
-    rs = res["ratio_stats"]
-    cpu = res.get("cpu_ratio_stats")
-    return [res["name"], f"{res['rows']:,}", _fmt_time(res["ours_stats"]),
-            _fmt_time(res["native_stats"]),
-            f"{_fmt_ratio(rs)} ({rs['q1']:.2f}–{rs['q3']:.2f})", bar, res["status"],
-            f"{spill('ours')} / {spill('native')}", f"{cpu['median']:.2f}×" if cpu else "?",
-            f"{pcpu:.2f}×" if (pcpu := _process_cpu_ratio(res)) else "?"]
-
-
-def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def _text_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
-    return "\n".join(lines)
 
 
 def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
@@ -534,7 +473,6 @@ def main(argv: list[str] | None = None) -> int:
         return _run_child(args)
     cases = all_cases()
     if args.render:
-        from benchmarks.report import update_results
         update_results(args.results or RESULTS_MD, [])
         return 0
     if args.list:
@@ -556,14 +494,15 @@ def main(argv: list[str] | None = None) -> int:
         res["command"] = command
         res["date"] = date
         results.append(res)
-        _log(f"{name}: {res['status']}" + (f", ratio {_fmt_ratio(res['ratio_stats'])}"
-                                           if "ratio_stats" in res else ""))
+        _log(f"{name}: {res['status']}" + (
+            f", ratio {_fmt_ratio(res['best_ratio_stats'])} to the fastest native "
+            f"({res['fastest_native_name']})" if "best_ratio_stats" in res else ""))
     print()
     print(_text_table(_HEADER, [_row(r) for r in results]))
-    print("ratio = native time / ours time, per round; > 1 means fullwindow is faster")
+    print("ratio = native time / ours time, per round, against the fastest native form of the "
+          "case's shape on this line (named); > 1 means fullwindow is faster")
     if not args.quick or args.results:
         md = args.results or RESULTS_MD
-        from benchmarks.report import update_results
         update_results(md, results)
         _log(f"results written to {os.path.relpath(md, os.getcwd())}")
     failed = any(r["status"].startswith(("FAIL", "INVALID")) for r in results)

@@ -1,5 +1,6 @@
 """One key holding half the rows, in 1 GiB: keyed mapPartition and mapPartitionInPandas against
-groupBy().applyInPandas.
+groupBy().applyInPandas, and coGroup (rows, pandas and Arrow forms) against
+cogroup().applyInArrow, with the same records on both sides.
 
 DESIGN.md ("Bars for speed") asks that keyed ``mapPartition`` and ``mapPartitionInPandas``
 complete when one key holds half the rows in a 1 GiB JVM (and under a 1 GiB Python worker
@@ -60,7 +61,11 @@ SETTINGS = {
 SCHEMA = "k long, n long, s double"
 VARIANTS = {"ours": "fullwindow keyed mapPartition",
             "pandas": "fullwindow keyed mapPartitionInPandas",
-            "native": "groupBy().applyInPandas"}
+            "native": "groupBy().applyInPandas",
+            "cogroup": "fullwindow coGroup apply (rows)",
+            "cogroup_pandas": "fullwindow coGroup applyInPandas",
+            "cogroup_arrow": "fullwindow coGroup applyInArrow",
+            "native_cogroup_arrow": "cogroup().applyInArrow"}
 
 
 def _log(msg: str) -> None:
@@ -111,8 +116,29 @@ def _child(args: argparse.Namespace) -> int:
         out["jvm_max_heap_bytes"] = jvm.java.lang.Runtime.getRuntime().maxMemory()
         out["machine"] = _machine(spark)
         from benchmarks.cases.keyed import count_sum, count_sum_frames, count_sum_pd
+        from benchmarks.cases.keyed import (cogroup_count_sum, cogroup_count_sum_batches,
+                                            cogroup_count_sum_frames)
+        from benchmarks.natives import COGROUP_SCHEMA, cogroup_tables
+        from fullwindow import EndOfStreamWindows
         df = spark.read.parquet(_input_path(args.out_dir, args.rows))
-        if args.child == "ours":
+        # coGroup: the same records on both sides (key 0 holds half of each)
+        window = (df.keyBy("k").coGroup(spark.read.parquet(_input_path(args.out_dir, args.rows))
+                                        .keyBy("k")).window(EndOfStreamWindows.get()))
+        if args.child == "cogroup":
+            result = window.apply(cogroup_count_sum, COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "cogroup_pandas":
+            result = window.applyInPandas(cogroup_count_sum_frames, COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "cogroup_arrow":
+            result = window.applyInArrow(cogroup_count_sum_batches, COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "native_cogroup_arrow":
+            result = df.groupBy("k").cogroup(spark.read.parquet(
+                _input_path(args.out_dir, args.rows)).groupBy("k")).applyInArrow(
+                    cogroup_tables, COGROUP_SCHEMA)
+            node = "FlatMapCoGroupsInArrow"
+        elif args.child == "ours":
             result = df.keyBy("k").fullWindowPartition().mapPartition(count_sum, SCHEMA)
             node = "FullWindowKeyedMapPartition"
         elif args.child == "pandas":
@@ -137,10 +163,12 @@ def _child(args: argparse.Namespace) -> int:
         out["wall_s"] = time.perf_counter() - start
         spark.sparkContext.setJobDescription(None)
         if rows is not None:
+            def n(r):  # a coGroup row counts both sides' records
+                return r.n if "n" in r.__fields__ else r.nl + r.nr
             by_key = {r.k: r for r in rows}
             out["output_rows"] = len(rows)
-            out["heavy_key_n"] = by_key[0].n if 0 in by_key else None
-            out["total_n"] = sum(r.n for r in rows)
+            out["heavy_key_n"] = n(by_key[0]) if 0 in by_key else None
+            out["total_n"] = sum(n(r) for r in rows)
         try:
             from benchmarks.metrics import RunMetrics
             rm = RunMetrics(spark)

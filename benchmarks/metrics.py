@@ -58,7 +58,8 @@ class RunMetrics:
     def collect(self, tags: list[str], nodes: dict[str, str | None],
                 wait_seconds: float = 60.0) -> dict[str, dict[str, Any]]:
         """Metrics of each tagged run. ``nodes`` maps a tag to the plan node whose metrics are
-        read (e.g. 'Sort'). Waits until the listener has recorded every run as completed."""
+        read (e.g. 'Sort'; 'A|B': whichever of the two ran). Waits until the listener has
+        recorded every run as completed."""
         if not self.base:
             return {}
         deadline = time.monotonic() + wait_seconds
@@ -82,11 +83,12 @@ class RunMetrics:
                 names = [n.get("nodeName", "") for n in execution.get("nodes", [])]
                 info["plan_nodes"] = names
                 want = nodes.get(tag)
-                info["node_ran"] = want in names if want else None
+                wanted = want.split("|") if want else []  # "A|B": either node (per line)
+                info["node_ran"] = any(w in names for w in wanted) if want else None
                 for node in execution.get("nodes", []):
                     name = node.get("nodeName", "")
                     metrics = {m["name"]: m["value"] for m in node.get("metrics", [])}
-                    if want and name == want:
+                    if name in wanted:
                         for key, metric in (("sort_time_ms", "sort time"),
                                             ("spill_size_bytes", "spill size"),
                                             ("peak_memory_bytes", "peak memory")):

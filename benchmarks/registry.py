@@ -3,7 +3,8 @@
 A case is one comparison of a fullwindow operation ("ours") against the native Spark way of
 doing the same thing ("native"). A case module under ``benchmarks/cases/`` builds ``Case``
 objects and passes them to ``register``; ``benchmarks/cases/__init__.py`` imports every case
-module, so adding a case is adding a module (or a function to an existing one) and one import.
+module (its ``all_cases()`` is the full set), so adding a case is adding a module (or a function
+to an existing one) and one import.
 
 Each case runs in its own child Python process (its own Spark JVM), started with the case's
 ``spark_conf``, so cases that need JVM-start settings (driver memory, memory fraction) get them.
@@ -11,7 +12,7 @@ Each case runs in its own child Python process (its own Spark JVM), started with
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,12 +27,23 @@ class Scale:
 
 
 @dataclasses.dataclass(frozen=True)
+class Native:
+    """One more native form of a case's shape (``groupBy().applyInArrow``, a UDTF over
+    ``df.asTable().partitionBy(...)``, ...): ``run(data)`` is timed like ``Case.native``;
+    ``node`` is the plan node that shows it ran (``"A|B"``: either)."""
+    name: str
+    run: Callable[[Any], Any]
+    node: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     """One benchmark case.
 
     ``setup(spark, scale)`` builds and materializes the input once (not timed) and returns any
     object; ``ours(data)`` and ``native(data)`` each run one full execution on it (timed).
-    ``bar`` is the minimum ratio native_time / ours_time for PASS (> 1 means ours is faster).
+    ``bar`` is the minimum ratio native_time / ours_time for PASS (> 1 means ours is faster),
+    native_time being the fastest of ``native`` and the line's ``natives``.
     """
     name: str
     group: str                       # RESULTS.md section, e.g. "sort"
@@ -52,6 +64,15 @@ class Case:
     require_spill: bool = False      # both variants must show spilled bytes (not in --quick)
     bar_note: str = ""               # what the bar says beyond the ratio, e.g. "completes"
     settings: Mapping[str, str] = dataclasses.field(default_factory=dict)  # shown in RESULTS.md
+    # ``native``'s name in the tables; it stays a column of its own (the baseline ratio)
+    native_name: str = "native"
+    # The other native forms of the same shape that the running Spark line has, asked for in
+    # the child (on its line): every one is timed in the same rounds, interleaved, and the
+    # headline ratio is against the fastest native form (``native`` included).
+    natives: Callable[[], Sequence[Native]] | None = None
+    # False: the headline is against ``natives`` only (``native`` is then a baseline of another
+    # shape, e.g. vectorized applyInPandas beside a row-at-a-time case), when the line has any
+    baseline_in_headline: bool = True
 
     def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
         n = rows if rows is not None else (self.quick_rows if quick else self.rows)
@@ -66,8 +87,3 @@ def register(case: Case) -> Case:
         raise ValueError(f"benchmark case {case.name!r} is registered twice")
     CASES[case.name] = case
     return case
-
-
-def all_cases() -> dict[str, Case]:
-    from benchmarks import cases  # noqa: F401  (imports the case modules, which register)
-    return CASES

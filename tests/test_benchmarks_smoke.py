@@ -37,6 +37,33 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     assert stored["metrics"]["native"][0]["node_ran"] is True
 
 
+def test_quick_benchmark_measures_every_native_form_of_the_shape(tmp_path):
+    """A coGroup case runs ours, its baseline (cogroup().applyInPandas) and every other native
+    form of the shape this line has in the same rounds; the headline ratio is against the
+    fastest of them, which the table names, and every form's plan really ran."""
+    from benchmarks.natives import cogroup_natives
+
+    results = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--cases", "cogroup_in_arrow",
+         "--rows", "20000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
+        cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stored = json.loads((tmp_path / "results.json").read_text())["cases"]["cogroup_in_arrow"]
+    natives = {"native": "cogroup().applyInPandas",
+               **{f"native:{n.name}": n.name for n in cogroup_natives()}}
+    assert {v: i["name"] for v, i in stored["natives"].items()} == natives
+    assert set(stored["times"]) == {"ours", *natives}
+    assert stored["fastest_native_name"] in natives.values()
+    fastest = stored["times"][stored["fastest_native"]]
+    assert stored["best_ratios"] == [n / o for o, n in zip(stored["times"]["ours"], fastest)]
+    for variant in ("ours", *natives):
+        assert all(m["node_ran"] for m in stored["metrics"][variant]), variant
+    row = next(line for line in results.read_text().splitlines()
+               if line.startswith("| keyed | cogroup_in_arrow |"))
+    assert f"| {stored['fastest_native_name']} |" in row and "(cogroup().applyInPandas)" in row
+
+
 def test_recovery_benchmark_checks_its_rounds():
     """benchmarks/recovery.py (driver killed and resumed, run on its own: its quick mode takes
     longer than a smoke test should) imports, its job function is deterministic, and a round

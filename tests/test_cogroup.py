@@ -4,9 +4,12 @@ every key on either side called once, co-partitioned inputs each sorted by its o
 memory bound on the streamed sides, and every coGroup error."""
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.errors import PythonException
 from pyspark.sql import Row
@@ -15,7 +18,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import (EndOfStreamWindows, FullWindowTypeError, KeyTypeMismatchError,
                         StreamingNotSupportedError)
-from helpers import executed_plan
+from helpers import executed_plan, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -306,3 +309,237 @@ def test_streaming_side_and_streaming_mode(spark, left):
             co(left, left).apply(summarize, SUMMARY)
     finally:
         spark.conf.unset("spark.fullwindow.runtimeMode")
+
+
+# ---- the Arrow form ---------------------------------------------------------------------------
+
+def arrow_summarize(key, lefts, rights):
+    ls = [v for b in lefts for v in b.column("v").to_pylist()]
+    rs = [v for b in rights for v in b.column("v").to_pylist()]
+    yield pa.RecordBatch.from_pylist([{"k": key, "ls": sorted(ls), "rs": sorted(rs)}])
+
+
+def test_arrow_every_key_on_either_side_once(left, right):
+    out = co(left, right).applyInArrow(arrow_summarize, SUMMARY)
+    assert sorted((r.k, r.ls, r.rs) for r in out.collect()) == expected()
+    plan = executed_plan(out)
+    assert "FullWindowCoGroup" in plan and plan.count("Sort [k#") == 2, plan
+
+
+@pytest.mark.parametrize("order", ["left_first", "right_first"])
+def test_arrow_batches_stream_with_each_sides_columns(left, right, small_batches, order):
+    """Batches of at most maxRecordsPerBatch records, only the key's, named as their side's
+    columns (the other side's are not there); either side can be read first."""
+    def f(key, lefts, rights):
+        seen = {}
+        sides = [("L", lefts), ("R", rights)]
+        for side, batches in (sides if order == "left_first" else sides[::-1]):
+            seen[side] = list(batches)
+        for side, names in (("L", ["k", "v", "name"]), ("R", ["k", "v", "extra"])):
+            for b in seen[side]:
+                assert isinstance(b, pa.RecordBatch) and b.schema.names == names
+                assert 0 < b.num_rows <= 3 and set(b.column("k").to_pylist()) == {key}
+        for b in seen["R"]:
+            assert b.column("extra").to_pylist() == [{"x": v // 100} for v in b.column("v").to_pylist()]
+        ls = [v for b in seen["L"] for v in b.column("v").to_pylist()]
+        rs = [v for b in seen["R"] for v in b.column("v").to_pylist()]
+        yield pa.table({"k": [key], "ls": [sorted(ls)], "rs": [sorted(rs)]})  # a Table is fine too
+
+    out = co(left, right).applyInArrow(f, SUMMARY)
+    assert sorted((r.k, r.ls, r.rs) for r in out.collect()) == expected()
+
+
+def test_arrow_output_cast_to_schema_and_gathered(spark, small_batches):
+    """Batches of other (castable) types are cast to the schema; one small batch per key of
+    many keys still comes back whole."""
+    a = spark.range(0, 3000, 1, 3).select((F.col("id") % 700).alias("k"), F.col("id").alias("v"))
+    b = spark.range(0, 2000, 1, 2).select((F.col("id") % 900).alias("k"), F.col("id").alias("v"))
+
+    def f(key, ls, rs):
+        nl = sum(x.num_rows for x in ls)
+        nr = sum(x.num_rows for x in rs)
+        yield pa.RecordBatch.from_arrays([pa.array([key], pa.int32()), pa.array([nl], pa.int16()),
+                                          pa.array([nr], pa.int8())], names=["k", "nl", "nr"])
+
+    out = co(a, b).applyInArrow(f, "k long, nl long, nr long")
+    assert out.schema.simpleString() == "struct<k:bigint,nl:bigint,nr:bigint>"
+    got = {r.k: (r.nl, r.nr) for r in out.collect()}
+    assert len(got) == 900 and got[0] == (5, 3) and got[899] == (0, 2)
+    assert sum(v[0] for v in got.values()) == 3000 and sum(v[1] for v in got.values()) == 2000
+
+
+def test_arrow_several_keys_and_empty_side(spark):
+    users = spark.createDataFrame([(1, "eu", "ann"), (2, "eu", "bob")],
+                                  "id long, region string, name string")
+    orders = spark.createDataFrame([(1, "eu", 10.0), (1, "eu", 5.0), (4, "us", 1.0)],
+                                   "user_id long, reg string, amount double")
+
+    def f(key, us, os):
+        names = [n for b in us for n in b.column("name").to_pylist()]
+        total = sum(pc.sum(b.column("amount")).as_py() for b in os)
+        yield pa.RecordBatch.from_pylist([{"key": [str(k) for k in key], "names": names,
+                                           "total": float(total)}])
+
+    out = co(users, orders, ("id", "region"), ("user_id", "reg")).applyInArrow(
+        f, "key array<string>, names array<string>, total double")
+    got = sorted((tuple(r.key), r.names, r.total) for r in out.collect())
+    assert got == [(("1", "eu"), ["ann"], 15.0), (("2", "eu"), ["bob"], 0.0), (("4", "us"), [], 1.0)]
+
+
+def test_arrow_big_key_streams_on_both_sides(spark):
+    """One key with 1.5M records on each side, left read first: the worker stays flat."""
+    n = 1_500_000
+    a = spark.range(0, n, 1, 2).select(F.lit(7).alias("k"), F.col("id").alias("v"))
+    b = spark.range(0, n, 1, 2).select(F.lit(7).alias("k"), (F.col("id") * 2).alias("w"))
+
+    def f(key, lefts, rights):
+        def rss():
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * 4096
+        start = peak = rss()
+        nl = total = biggest = 0
+        for i, batch in enumerate(lefts):
+            nl += batch.num_rows
+            biggest = max(biggest, batch.num_rows)
+            if i % 20 == 0:
+                peak = max(peak, rss())
+        for i, batch in enumerate(rights):
+            total += pc.sum(batch.column("w")).as_py()
+            biggest = max(biggest, batch.num_rows)
+            if i % 20 == 0:
+                peak = max(peak, rss())
+        yield pa.RecordBatch.from_pylist([{"k": key, "nl": nl, "total": total,
+                                           "biggest": biggest, "grew": peak - start}])
+
+    (got,) = co(a, b).applyInArrow(f, "k int, nl long, total long, biggest long, grew long").collect()
+    assert (got.k, got.nl, got.total) == (7, n, n * (n - 1))
+    assert got.biggest <= 10_000  # Spark's Arrow batch size: never the whole key at once
+    assert got.grew < 100 * 2**20, f"worker grew by {got.grew / 2**20:.0f} MiB"
+
+
+def test_arrow_errors(left, right):
+    with pytest.raises(FullWindowTypeError,
+                       match=r"coGroup applyInArrow: func must be a function \(key, left_batches, "
+                             r"right_batches\) taking and yielding pyarrow.RecordBatch"):
+        co(left, right).applyInArrow(None, SUMMARY)
+    with pytest.raises(FullWindowTypeError, match=r"coGroup applyInArrow: schema must be a StructType"):
+        co(left, right).applyInArrow(arrow_summarize, None)
+    with pytest.raises(PythonException,
+                       match=r"SchemaMismatchError.*coGroup applyInArrow: partition \d+: func must "
+                             r"yield pyarrow.RecordBatch \(or Table\), got tuple"):
+        co(left, right).applyInArrow(lambda k, l, r: [(k, 1)], "k long, n long").collect()
+    with pytest.raises(PythonException,
+                       match=r"SchemaMismatchError.*coGroup applyInArrow: partition \d+: a batch with "
+                             r"schema \[k: string\] does not fit"):
+        co(left, right).applyInArrow(
+            lambda k, l, r: [pa.RecordBatch.from_pylist([{"k": "x"}])], "k long").collect()
+    with pytest.raises(PythonException, match=r"ValueError: bad key"):
+        co(left, right).applyInArrow(lambda k, l, r: (_ for _ in ()).throw(ValueError(f"bad key {k}")),
+                                     "k long").collect()
+
+
+# ---- a key holding half of both inputs, in a 1 GiB driver and a 1 GiB Python worker -----------
+
+HALF_ROWS = 1_200_000  # each side's records; half of them under key 0
+PAYLOAD = 160          # characters of payload per record
+
+
+def test_every_form_streams_a_key_holding_half_of_both_inputs_in_1g():
+    """Each side has HALF_ROWS records with a PAYLOAD-character string, half of them under key
+    0 (about 110 MB of Arrow per side for that key, several times that as Rows), run through
+    the rows, pandas and Arrow forms with a 1 GiB driver and spark.executor.pyspark.memory=1g.
+    Every form completes with the right counts and the worker's memory stays far below the
+    key's size (``cogroup().applyInArrow`` loads both sides of a key whole)."""
+    proc = run_python(f"""
+        import json
+        import pandas as pd
+        import pyarrow as pa
+        import fullwindow
+        from fullwindow import EndOfStreamWindows
+        from pyspark.sql import functions as F
+
+        spark = fullwindow.session(master="local[2]", conf={{
+            "spark.driver.memory": "1g", "spark.executor.pyspark.memory": "1g",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4"}})
+        spark.sparkContext.setLogLevel("ERROR")
+        n = {HALF_ROWS}
+
+        def side(mult):
+            return spark.range(0, n, 1, 2).select(
+                F.when(F.col("id") % 2 == 0, F.lit(0))
+                .otherwise((F.col("id") / 2).cast("long") % 50 + 1).alias("k"),
+                (F.col("id") * mult).alias("v"),
+                F.repeat(F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 32),
+                         {PAYLOAD // 32}).alias("s"))
+
+        def rss():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * 4096
+
+        def meter(sizes):
+            start = peak = rss()
+            nl = nr = total = since = 0
+            for side, size, v in sizes:
+                if side == 0:
+                    nl += size
+                else:
+                    nr += size
+                total += v
+                since += size
+                if since >= 20_000:
+                    peak, since = max(peak, rss()), 0
+            return nl, nr, total, max(peak, rss()) - start
+
+        def rows_form(key, lefts, rights):
+            import itertools
+            sizes = itertools.chain(((0, 1, r.v) for r in lefts), ((1, 1, r.v) for r in rights))
+            yield (key,) + meter(sizes)
+
+        def pandas_form(key, lefts, rights):
+            import itertools
+            sizes = itertools.chain(((0, len(f), int(f.v.sum())) for f in lefts),
+                                    ((1, len(f), int(f.v.sum())) for f in rights))
+            nl, nr, total, grew = meter(sizes)
+            yield pd.DataFrame({{"k": [key], "nl": [nl], "nr": [nr], "total": [total],
+                                "grew": [grew]}})
+
+        def arrow_form(key, lefts, rights):
+            import itertools
+            import pyarrow.compute as pc
+            sizes = itertools.chain(
+                ((0, b.num_rows, pc.sum(b.column("v")).as_py()) for b in lefts),
+                ((1, b.num_rows, pc.sum(b.column("v")).as_py()) for b in rights))
+            nl, nr, total, grew = meter(sizes)
+            yield pa.RecordBatch.from_pylist([{{"k": key, "nl": nl, "nr": nr, "total": total,
+                                               "grew": grew}}])
+
+        schema = "k long, nl long, nr long, total long, grew long"
+        window = side(1).keyBy("k").coGroup(side(3).keyBy("k")).window(EndOfStreamWindows.get())
+        out = {{}}
+        for name, form in (("apply", window.apply), ("applyInPandas", window.applyInPandas),
+                           ("applyInArrow", window.applyInArrow)):
+            f = {{"apply": rows_form, "applyInPandas": pandas_form, "applyInArrow": arrow_form}}[name]
+            out[name] = [list(r) for r in form(f, schema).collect()]
+        heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+        print("RESULT " + json.dumps({{"out": out, "heap": heap}}))
+    """, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
+    result = json.loads(line[len("RESULT "):])
+    assert result["heap"] <= 1.1 * 2**30
+    n = HALF_ROWS
+    heavy = n // 2
+    heavy_total = 4 * sum(range(0, n, 2))  # left v = id, right v = 3 * id, over even ids
+    key_bytes = 2 * heavy * (PAYLOAD + 16)  # the key's records, both sides, as bare Arrow data
+    grew = {}
+    for name, rows in result["out"].items():
+        by_key = {k: (nl, nr, total, g) for k, nl, nr, total, g in rows}
+        assert len(by_key) == 51, name
+        assert by_key[0][:3] == (heavy, heavy, heavy_total), name
+        assert sum(v[0] for v in by_key.values()) == n and sum(v[1] for v in by_key.values()) == n
+        grew[name] = by_key[0][3]
+    print("COGROUP HEAVY: key %d MiB, worker grew %s" % (
+        key_bytes >> 20, {k: f"{v / 2**20:.1f} MiB" for k, v in grew.items()}))
+    for name, g in grew.items():
+        assert g < key_bytes / 3, f"{name}: the worker grew by {g / 2**20:.0f} MiB"

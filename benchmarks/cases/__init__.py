@@ -2,3 +2,9 @@
 from benchmarks.cases import sort  # noqa: F401
 from benchmarks.cases import partition  # noqa: F401
 from benchmarks.cases import keyed  # noqa: F401
+from benchmarks.registry import CASES, Case
+
+
+def all_cases() -> dict[str, Case]:
+    """Every registered case, by name (the case modules above registered them on import)."""
+    return CASES

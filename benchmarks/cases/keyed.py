@@ -30,6 +30,8 @@ import fullwindow  # noqa: F401  (adds DataFrame.keyBy)
 from fullwindow import EndOfStreamWindows
 
 from benchmarks.data import ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input, random_long, run_noop
+from benchmarks.natives import (cogroup_natives, keyed_arrow_natives, keyed_pandas_natives,
+                                keyed_row_natives)
 from benchmarks.registry import Case, Scale, register
 
 GROUP = "keyed"
@@ -88,8 +90,9 @@ register(Case(
     description=f"{_MAP_DESC}; {MANY_KEYS:,} keys",
     setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{MANY_KEYS}",
                                              _columns(MANY_KEYS)),
-    ours=_ours_map, native=_native_map,
-    bar=1.5, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    ours=_ours_map, native=_native_map, native_name="applyInPandas",
+    natives=keyed_row_natives, baseline_in_headline=False,
+    bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
     settings={**_MAP_SETTINGS, "keys": f"{MANY_KEYS:,} distinct, uniform"},
 ))
@@ -99,8 +102,9 @@ register(Case(
     description=f"{_MAP_DESC}; {FEW_KEYS} large keys",
     setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{FEW_KEYS}",
                                              _columns(FEW_KEYS)),
-    ours=_ours_map, native=_native_map,
-    bar=1.5, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    ours=_ours_map, native=_native_map, native_name="applyInPandas",
+    natives=keyed_row_natives, baseline_in_headline=False,
+    bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
     settings={**_MAP_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform"},
 ))
@@ -130,21 +134,28 @@ def _ours_map_arrow(df):
                                                                     _COUNT_SUM_SCHEMA))
 
 
-register(Case(
-    name="keyed_map_partition_in_arrow_few_keys", group=GROUP,
-    description=("keyBy('k').fullWindowPartition().mapPartitionInArrow(f) vs "
-                 "groupBy('k').applyInPandas(g); per key, f sums x with pyarrow.compute batch by "
-                 "batch and counts rows, g as in keyed_map_partition; "
-                 f"{FEW_KEYS} large keys"),
-    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{FEW_KEYS}",
-                                             _columns(FEW_KEYS)),
-    ours=_ours_map_arrow, native=_native_map,
-    bar=1.5, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartitionInArrow", native_node="FlatMapGroupsInPandas",
-    settings={**_MAP_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform",
-              "ours": "for b in batches: n += b.num_rows; s += pc.sum(b['x'])  ->  "
-                      "one-row batch (key, n, s)"},
-))
+def _arrow_case(name: str, keys: int, bar: float) -> None:
+    register(Case(
+        name=name, group=GROUP,
+        description=("keyBy('k').fullWindowPartition().mapPartitionInArrow(f) vs "
+                     "groupBy('k').applyInArrow (table and iterator forms, where the line has "
+                     "them), @arrow_udtf over asTable().partitionBy('k') and applyInPandas(g); "
+                     "per key, f sums x with pyarrow.compute batch by batch and counts rows, "
+                     "the native forms do the same on their input, g as in keyed_map_partition; "
+                     f"{keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}"),
+        setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys)),
+        ours=_ours_map_arrow, native=_native_map, native_name="applyInPandas",
+        natives=keyed_arrow_natives,
+        bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
+        ours_node="FullWindowKeyedMapPartitionInArrow", native_node="FlatMapGroupsInPandas",
+        settings={**_MAP_SETTINGS, "keys": f"{keys:,} distinct, uniform",
+                  "ours": "for b in batches: n += b.num_rows; s += pc.sum(b['x'])  ->  "
+                          "one-row batch (key, n, s)"},
+    ))
+
+
+_arrow_case("keyed_map_partition_in_arrow", MANY_KEYS, 1.5)
+_arrow_case("keyed_map_partition_in_arrow_few_keys", FEW_KEYS, 1.3)
 
 
 # ---- keyed mapPartitionInPandas vs applyInPandas --------------------------------------------
@@ -183,7 +194,8 @@ def _pandas_case(name: str, keys: int, bar: float) -> None:
         name=name, group=GROUP,
         description=f"{_PANDAS_DESC}; {keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}",
         setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys)),
-        ours=_ours_map_pandas, native=_native_map,
+        ours=_ours_map_pandas, native=_native_map, native_name="applyInPandas",
+        natives=keyed_pandas_natives,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
         ours_node="FullWindowKeyedMapPartitionInPandas", native_node="FlatMapGroupsInPandas",
         settings={**_PANDAS_SETTINGS, "keys": f"{keys:,} distinct, uniform"},
@@ -191,7 +203,7 @@ def _pandas_case(name: str, keys: int, bar: float) -> None:
 
 
 _pandas_case("keyed_map_partition_in_pandas", MANY_KEYS, bar=2.0)
-_pandas_case("keyed_map_partition_in_pandas_few_keys", FEW_KEYS, bar=1.0)
+_pandas_case("keyed_map_partition_in_pandas_few_keys", FEW_KEYS, bar=1.2)
 
 
 # ---- coGroup vs cogroup().applyInPandas -----------------------------------------------------
@@ -254,7 +266,8 @@ register(Case(
                  "['x'].sum() of the two pandas DataFrames; "
                  f"{MANY_KEYS:,} keys, right side half the rows of the left"),
     setup=_cogroup_setup, ours=_ours_cogroup, native=_native_cogroup,
-    bar=2.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
+    native_name="cogroup().applyInPandas", natives=cogroup_natives,
+    bar=1.3, rows=2_000_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
     settings={"left": f"rows (the case's row count), k over {MANY_KEYS:,} keys",
               "right": f"rows / 2, k over the same {MANY_KEYS:,} keys, another seed",
@@ -305,6 +318,7 @@ def _cogroup_pandas_case(name: str, keys: int, bar: float, bar_note: str) -> Non
                      "the rows of the left"),
         setup=lambda spark, scale: _cogroup_inputs(spark, scale, keys),
         ours=_ours_cogroup_pandas, native=_native_cogroup,
+        native_name="cogroup().applyInPandas", natives=cogroup_natives,
         bar=bar, bar_note=bar_note, rows=2_000_000, partitions=4, spark_conf=_CONF,
         ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
         settings={"left": f"rows (the case's row count), k over {keys:,} keys",
@@ -319,6 +333,66 @@ def _cogroup_pandas_case(name: str, keys: int, bar: float, bar_note: str) -> Non
     ))
 
 
-_cogroup_pandas_case("cogroup_in_pandas", MANY_KEYS, 2.0, "the coGroup bar")
+_cogroup_pandas_case("cogroup_in_pandas", MANY_KEYS, 1.2, "")
 _cogroup_pandas_case("cogroup_in_pandas_few_keys", FEW_KEYS, 1.0,
                      "a reference, not a DESIGN bar: the keyed pandas form's at 8 large keys")
+
+
+# ---- coGroup applyInArrow vs cogroup().applyInArrow -----------------------------------------
+#
+# The Arrow form of coGroup against Spark's own Arrow cogroup (4.0+; on lines without it the
+# comparison is cogroup().applyInPandas), doing the same vectorized work per key: ours gets each
+# side's records of the key as a stream of record batches, Spark's each side as one Table.
+
+_COGROUP_ARROW = pa.schema([("k", pa.int64()), ("nl", pa.int64()), ("sl", pa.float64()),
+                            ("nr", pa.int64()), ("sr", pa.float64())])
+
+
+def cogroup_count_sum_batches(key, left, right):
+    """fullwindow, Arrow: count and sum x batch by batch over each side's batches (left first)."""
+    nl = 0
+    sl = 0.0
+    for b in left:
+        nl += b.num_rows
+        sl += pc.sum(b.column("x")).as_py() or 0.0
+    nr = 0
+    sr = 0.0
+    for b in right:
+        nr += b.num_rows
+        sr += pc.sum(b.column("x")).as_py() or 0.0
+    yield pa.RecordBatch.from_pydict({"k": [key], "nl": [nl], "sl": [sl], "nr": [nr], "sr": [sr]},
+                                     schema=_COGROUP_ARROW)
+
+
+def _ours_cogroup_arrow(data):
+    a, b = data
+    run_noop(a.keyBy("k").coGroup(b.keyBy("k")).window(EndOfStreamWindows.get())
+             .applyInArrow(cogroup_count_sum_batches, _COGROUP_SCHEMA))
+
+
+def _cogroup_arrow_case(name: str, keys: int, bar: float) -> None:
+    register(Case(
+        name=name, group=GROUP,
+        description=("a.keyBy('k').coGroup(b.keyBy('k')).window(EndOfStreamWindows.get())"
+                     ".applyInArrow(f) vs a.groupBy('k').cogroup(b.groupBy('k')).applyInArrow(g) "
+                     "where the line has it, and applyInPandas; per key, f counts rows and sums x "
+                     "batch by batch over each side's batches, g takes num_rows and pc.sum(x) of "
+                     f"the two Tables; {keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}, "
+                     "right side half the rows of the left"),
+        setup=lambda spark, scale: _cogroup_inputs(spark, scale, keys),
+        ours=_ours_cogroup_arrow, native=_native_cogroup,
+        native_name="cogroup().applyInPandas", natives=cogroup_natives,
+        bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
+        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+        settings={"left": f"rows (the case's row count), k over {keys:,} keys",
+                  "right": f"rows / 2, k over the same {keys:,} keys, another seed",
+                  "ours": "for b in left: nl += b.num_rows; sl += pc.sum(b['x']); the same for "
+                          "right -> yield one RecordBatch (k, nl, sl, nr, sr)",
+                  "native": "one Table (k, left.num_rows, pc.sum(left['x']), right.num_rows, "
+                            "pc.sum(right['x']))",
+                  "shuffle partitions": "4"},
+    ))
+
+
+_cogroup_arrow_case("cogroup_in_arrow", MANY_KEYS, 1.3)
+_cogroup_arrow_case("cogroup_in_arrow_few_keys", FEW_KEYS, 1.2)

@@ -26,7 +26,7 @@ import urllib.request
 
 import fullwindow
 from benchmarks.harness import BASE_CONF, DEFAULT_OUT
-from benchmarks.registry import all_cases
+from benchmarks.cases import all_cases
 
 
 def _stamp(s: str | None) -> float:

@@ -234,30 +234,33 @@ def _concat(batches: list) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
+def _arrow_outputs(encoder: RowEncoder, items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    """What Arrow functions yielded (batches or Tables), cast to the declared schema, with the
+    small batches of many small keys gathered into fewer, larger ones (up to the batch size)."""
+    target = encoder.batch_size
+    pending, size = [], 0
+    for item in items:
+        for b in checked_batches(encoder, item):
+            if b.num_rows >= target and not pending:
+                yield b
+                continue
+            pending.append(b)
+            size += b.num_rows
+            if size >= target:
+                yield _concat(pending)
+                pending, size = [], 0
+    if pending:
+        yield _concat(pending)
+
+
 def map_partition_in_arrow(func, in_schema, key_idx, encoder: RowEncoder, depth: int):
     operation = encoder.operation
-    target = encoder.batch_size
-
-    def checked(item):
-        return checked_batches(encoder, item)
 
     def run(batches):
         with _Prefetched(batches, arrow_segments(in_schema, key_idx), depth) as p:
-            pending: list[pa.RecordBatch] = []  # many small keys: send fewer, larger batches
-            size = 0
-            for key, slices in groups(p.segments()):
-                for item in _iterable(operation, "func", func(key, slices)):
-                    for b in checked(item):
-                        if b.num_rows >= target and not pending:
-                            yield b
-                            continue
-                        pending.append(b)
-                        size += b.num_rows
-                        if size >= target:
-                            yield _concat(pending)
-                            pending, size = [], 0
-            if pending:
-                yield _concat(pending)
+            yield from _arrow_outputs(encoder, itertools.chain.from_iterable(
+                _iterable(operation, "func", func(key, slices))
+                for key, slices in groups(p.segments())))
     return run
 
 
@@ -538,6 +541,39 @@ def co_group_in_pandas(func, merged: StructType, nkeys: int, left: StructType,
     return run
 
 
+# ---- Arrow form -------------------------------------------------------------------------------
+
+def _arrow_side(schema: StructType) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """A side's columns of the merged batch, named as the side's own DataFrame names them."""
+    names = schema.names
+
+    def decode(part: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(part.columns, names=names)
+    return decode
+
+
+def _batch_run(batch: pa.RecordBatch, s: int, e: int) -> list:
+    """Records ``s:e`` of a side's batch, as a zero-copy slice (the batch itself when whole)."""
+    if s == 0 and e == batch.num_rows:
+        return [batch]
+    return [batch.slice(s, e - s)]
+
+
+def co_group_in_arrow(func, merged: StructType, nkeys: int, left: StructType,
+                      right: StructType, encoder: RowEncoder, depth: int):
+    """coGroup's ``applyInArrow``: ``func(key, left_batches, right_batches)`` with each side's
+    records of the key streamed as ``pyarrow.RecordBatch`` slices (the memory bound of
+    ``apply``); what it yields is cast to the declared schema."""
+    results = functools.partial(_iterable, encoder.operation, "func")
+    segments = cogroup_segments(merged, nkeys, left, right, make_decoder=_arrow_side,
+                                cut=_batch_run)
+
+    def run(batches):
+        with _Prefetched(batches, segments, depth) as p:
+            yield from _arrow_outputs(encoder, _co_group_outputs(func, p.segments(), results))
+    return run
+
+
 def merged_schema(nkey_fields: list[StructField], left: StructType, right: StructType) -> StructType:
     """The layout the JVM merges the two sides into (see FullWindowCoGroupExec)."""
     from pyspark.sql.types import IntegerType as Int
@@ -549,6 +585,6 @@ def merged_schema(nkey_fields: list[StructField], left: StructType, right: Struc
         + [StructField(f"__right{i}", f.dataType, True) for i, f in enumerate(right.fields)])
 
 
-__all__ = ["KeySplitter", "aggregate", "co_group", "co_group_in_pandas", "map_partition",
-           "map_partition_in_arrow", "map_partition_in_pandas", "merged_schema", "process",
-           "reduce", "running_reduce"]
+__all__ = ["KeySplitter", "aggregate", "co_group", "co_group_in_arrow", "co_group_in_pandas",
+           "map_partition", "map_partition_in_arrow", "map_partition_in_pandas", "merged_schema",
+           "process", "reduce", "running_reduce"]

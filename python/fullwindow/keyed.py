@@ -677,6 +677,41 @@ class CoGroupedWindowedDataFrames:
                                                                rschema, enc, _PREFETCH_DEPTH,
                                                                options), pandas=True)
 
+    @jvm_errors("coGroup")
+    def applyInArrow(self, func: Callable[[Any, Iterator[Any], Iterator[Any]], Iterable[Any]],
+                     schema: Union[StructType, str]) -> DataFrame:
+        """:meth:`apply` with Arrow: ``func(key, left_batches, right_batches)`` once for every
+        key present on either side, each side's records of the key streamed as
+        ``pyarrow.RecordBatch`` objects of at most one Arrow batch, named as that side's columns
+        (a side without records gives an empty iterator); it yields batches (or Tables) of
+        ``schema``, cast to it as ``mapPartitionInArrow``'s are. The memory bound is
+        :meth:`apply`'s: read the left batches before the right ones (or only one side) and no
+        key is held whole.
+
+        Examples:
+            >>> import pyarrow as pa
+            >>> import pyarrow.compute as pc
+            >>> orders = spark.createDataFrame([(1, 10.0), (2, 5.0)], "order_id long, amount double")
+            >>> payments = spark.createDataFrame([(1, 4.0), (1, 6.0), (3, 1.0)],
+            ...                                  "order_id long, amount double")
+            >>> def pay(key, orders, payments):
+            ...     due = sum(pc.sum(b["amount"]).as_py() or 0.0 for b in orders)
+            ...     paid = sum(pc.sum(b["amount"]).as_py() or 0.0 for b in payments)
+            ...     yield pa.RecordBatch.from_pylist([{"order_id": key, "open": due - paid}])
+            >>> out = (orders.keyBy("order_id").coGroup(payments.keyBy("order_id"))
+            ...        .window(EndOfStreamWindows.get()).applyInArrow(pay, "order_id long, open double"))
+            >>> sorted(tuple(r) for r in out.collect())
+            [(1, 0.0), (2, 5.0), (3, -1.0)]
+        """
+        from fullwindow import _keyed_worker
+
+        return self._co_group("applyInArrow", func, schema,
+                              "a function (key, left_batches, right_batches) taking and yielding "
+                              "pyarrow.RecordBatch",
+                              lambda merged, nkeys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group_in_arrow(func, merged, nkeys, lschema,
+                                                              rschema, enc, _PREFETCH_DEPTH))
+
     def _co_group(self, operation: str, func: Callable[..., Any], schema: Union[StructType, str],
                   expected: str, make_runner: Callable[..., Any],
                   pandas: bool = False) -> DataFrame:

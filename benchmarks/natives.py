@@ -1,0 +1,192 @@
+"""Spark's own per-key forms, for the keyed and coGroup cases to be measured against the fastest
+one the running line has (4.0 added ``groupBy().applyInArrow``, ``cogroup().applyInArrow`` and
+Python UDTFs over ``df.asTable().partitionBy(...)``; 4.1 the iterator forms of ``applyInArrow``
+and ``applyInPandas``, picked by type hints, and ``@arrow_udtf``).
+
+Each form does the keyed cases' per-key work (count the key's rows and sum ``x``) in the way its
+API is naturally written; ``*_natives()`` return the forms of one shape that this line has,
+found by what pyspark offers (never by its version string).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Tuple
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, GroupedData
+
+from benchmarks.data import run_noop
+from benchmarks.registry import Native
+
+COUNT_SUM_SCHEMA = "k long, n long, s double"
+_COUNT_SUM_ARROW = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("s", pa.float64())])
+
+
+def _eval_types() -> set[str]:
+    from pyspark.util import PythonEvalType
+
+    return set(vars(PythonEvalType))
+
+
+def has_grouped_arrow() -> bool:
+    return hasattr(GroupedData, "applyInArrow")
+
+
+def has_grouped_iterators() -> bool:
+    """Whether ``applyInArrow`` / ``applyInPandas`` take iterator functions (by type hints)."""
+    types = _eval_types()
+    return {"SQL_GROUPED_MAP_ARROW_ITER_UDF", "SQL_GROUPED_MAP_PANDAS_ITER_UDF"} <= types
+
+
+def has_table_args() -> bool:
+    return hasattr(DataFrame, "asTable")
+
+
+def has_arrow_udtf() -> bool:
+    from pyspark.sql import functions
+
+    return has_table_args() and hasattr(functions, "arrow_udtf")
+
+
+# ---- the keyed shape: one input, per key (k, count, sum of x) -------------------------------
+
+def arrow_table(key, table):
+    """groupBy().applyInArrow, whole-table form."""
+    return pa.Table.from_pydict({"k": [key[0].as_py()], "n": [table.num_rows],
+                                 "s": [pc.sum(table.column("x")).as_py() or 0.0]},
+                                schema=_COUNT_SUM_ARROW)
+
+
+def arrow_iterator(key: Tuple[pa.Scalar, ...],
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """groupBy().applyInArrow, iterator form (4.1+: picked by these type hints)."""
+    n = 0
+    s = 0.0
+    for b in batches:
+        n += b.num_rows
+        s += pc.sum(b.column("x")).as_py() or 0.0
+    yield pa.RecordBatch.from_pydict({"k": [key[0].as_py()], "n": [n], "s": [s]},
+                                     schema=_COUNT_SUM_ARROW)
+
+
+def pandas_iterator(key: Tuple[Any, ...],
+                    frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """groupBy().applyInPandas, iterator form (4.1+: picked by these type hints)."""
+    n = 0
+    s = 0.0
+    for pdf in frames:
+        n += len(pdf)
+        s += float(pdf["x"].sum())
+    yield pd.DataFrame({"k": [key[0]], "n": [n], "s": [s]})
+
+
+def _row_udtf():
+    from pyspark.sql.functions import udtf
+
+    @udtf(returnType=COUNT_SUM_SCHEMA)
+    class CountSum:
+        """Python UDTF over TABLE(df) PARTITION BY k: one row at a time, a row per partition."""
+
+        def __init__(self):
+            self.k = None
+            self.n = 0
+            self.s = 0.0
+
+        def eval(self, row):
+            self.k = row["k"]
+            self.n += 1
+            self.s += row["x"]
+
+        def terminate(self):
+            yield self.k, self.n, self.s
+
+    return CountSum
+
+
+def _arrow_udtf():
+    from pyspark.sql.functions import arrow_udtf
+
+    @arrow_udtf(returnType=COUNT_SUM_SCHEMA)
+    class CountSumArrow:
+        """@arrow_udtf over TABLE(df) PARTITION BY k: a record batch at a time."""
+
+        def __init__(self):
+            self.k = None
+            self.n = 0
+            self.s = 0.0
+
+        def eval(self, batch: pa.RecordBatch):
+            if batch.num_rows:
+                self.k = batch.column("k")[0].as_py()
+                self.n += batch.num_rows
+                self.s += pc.sum(batch.column("x")).as_py() or 0.0
+            return iter(())
+
+        def terminate(self):
+            yield pa.table({"k": pa.array([self.k], pa.int64()), "n": pa.array([self.n], pa.int64()),
+                            "s": pa.array([self.s], pa.float64())})
+
+    return CountSumArrow
+
+
+def keyed_row_natives() -> list[Native]:
+    """The row-at-a-time forms (transformWithState's batch form is not measured yet)."""
+    out = []
+    if has_table_args():
+        f = _row_udtf()
+        out.append(Native("Python UDTF over asTable().partitionBy", lambda df: run_noop(
+            f(df.asTable().partitionBy("k"))), "BatchEvalPythonUDTF|EvalPythonUDTF"))
+    return out
+
+
+def keyed_arrow_natives() -> list[Native]:
+    out = []
+    if has_grouped_arrow():
+        out.append(Native("applyInArrow (table)", lambda df: run_noop(
+            df.groupBy("k").applyInArrow(arrow_table, COUNT_SUM_SCHEMA)), "FlatMapGroupsInArrow"))
+    if has_grouped_iterators():
+        out.append(Native("applyInArrow (iterator)", lambda df: run_noop(
+            df.groupBy("k").applyInArrow(arrow_iterator, COUNT_SUM_SCHEMA)),
+            "FlatMapGroupsInArrow"))
+    if has_arrow_udtf():
+        f = _arrow_udtf()
+        out.append(Native("@arrow_udtf over asTable().partitionBy", lambda df: run_noop(
+            f(df.asTable().partitionBy("k"))), "ArrowEvalPythonUDTF"))
+    return out
+
+
+def keyed_pandas_natives() -> list[Native]:
+    out = []
+    if has_grouped_iterators():
+        out.append(Native("applyInPandas (iterator)", lambda df: run_noop(
+            df.groupBy("k").applyInPandas(pandas_iterator, COUNT_SUM_SCHEMA)),
+            "FlatMapGroupsInPandas"))
+    return out
+
+
+# ---- the coGroup shape: per key (k, count and sum of x on each side) -------------------------
+
+COGROUP_SCHEMA = "k long, nl long, sl double, nr long, sr double"
+_COGROUP_ARROW = pa.schema([("k", pa.int64()), ("nl", pa.int64()), ("sl", pa.float64()),
+                            ("nr", pa.int64()), ("sr", pa.float64())])
+
+
+def cogroup_tables(key, left, right):
+    """cogroup().applyInArrow: the key's two sides as whole Arrow Tables."""
+    return pa.Table.from_pydict(
+        {"k": [key[0].as_py()], "nl": [left.num_rows],
+         "sl": [pc.sum(left.column("x")).as_py() or 0.0], "nr": [right.num_rows],
+         "sr": [pc.sum(right.column("x")).as_py() or 0.0]}, schema=_COGROUP_ARROW)
+
+
+def cogroup_natives() -> list[Native]:
+    """Besides cogroup().applyInPandas (the cases' baseline): cogroup().applyInArrow."""
+    from pyspark.sql.pandas.group_ops import PandasCogroupedOps
+
+    out = []
+    if hasattr(PandasCogroupedOps, "applyInArrow"):
+        out.append(Native("cogroup().applyInArrow", lambda data: run_noop(
+            data[0].groupBy("k").cogroup(data[1].groupBy("k")).applyInArrow(
+                cogroup_tables, COGROUP_SCHEMA)), "FlatMapCoGroupsInArrow"))
+    return out
