@@ -142,19 +142,21 @@ class ConnectServer:
 def python_without_fullwindow(folder: str) -> str:
     """A Python environment with this one's pyspark, pyarrow and pandas but no fullwindow (what
     a Connect server's workers have when only the jar was added): a venv whose site-packages
-    holds one .pth line naming this environment's site-packages folder. Python does not read
-    the .pth files of a folder added that way, so the editable install of fullwindow (a .pth
-    of its own) is not active there. Returns its interpreter; checked to import the three and
-    not fullwindow."""
+    holds a symbolic link to each entry of this environment's site-packages except fullwindow's
+    own (its package, its metadata, an editable install's finder and .pth). No second install.
+    Returns its interpreter; checked to import the three and not fullwindow."""
     import sysconfig
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", folder], check=True,
                    capture_output=True, timeout=120)
     python = os.path.join(folder, "bin", "python")
-    theirs = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                            check=True, capture_output=True, text=True).stdout.strip()
-    with open(os.path.join(theirs, "shared_site_packages.pth"), "w") as f:
-        f.write(sysconfig.get_paths()["purelib"] + "\n")
+    theirs = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    ours = sysconfig.get_paths()["purelib"]
+    for name in os.listdir(ours):
+        if "fullwindow" not in name.lower() and not os.path.exists(os.path.join(theirs, name)):
+            os.symlink(os.path.join(ours, name), os.path.join(theirs, name))
     env = clean_env()
     env.pop("PYTHONPATH", None)
     ok = subprocess.run([python, "-c", "import pyspark, pyarrow, pandas"], env=env,

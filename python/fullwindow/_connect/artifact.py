@@ -30,8 +30,9 @@ _ATTR = "_fullwindow_server"
 _LOCK = threading.Lock()
 _ZIP: dict[str, str] = {}
 
-# what a jar older than the ServerInfo message answers (FullWindowConnectPlanner)
-_UNKNOWN_OPERATION = "unknown fullwindow operation"
+# what a jar older than the ServerInfo message answers: its planner sees no operation and plans
+# the (empty) input, a spark.connect.Relation with nothing set; or names the unknown operation
+_OLDER_JAR = ("unknown fullwindow operation", "RELTYPE_NOT_SET", "Expected Relation to be set")
 
 
 @dataclass
@@ -92,13 +93,13 @@ def _ask(session: Any) -> ServerState:
     except Exception as err:  # noqa: BLE001 - a Connect error is said below, others re-raised
         if not _is_connect_error(err):
             raise
-        if _UNKNOWN_OPERATION in str(err):
+        if any(marker in str(err) for marker in _OLDER_JAR):
             raise FullWindowSetupError(
                 f"the Spark Connect server's fullwindow jar is older than this client's "
-                f"fullwindow {mine}: it does not report its version (fullwindow 0.1.0 jars "
-                f"built before the version report). Start the server with the jar of fullwindow "
-                f"{mine} (fullwindow.jar_path() on this client), or install the fullwindow "
-                f"version of the server's jar on the client.") from None
+                f"fullwindow {mine}: it does not report its version (a jar built before "
+                f"fullwindow's Connect version check). Start the server with the jar of "
+                f"fullwindow {mine} (fullwindow.jar_path() on this client), or install the "
+                f"fullwindow version of the server's jar on the client.") from None
         raise_from_java(err, "Spark Connect")
         raise
     state = ServerState(jar_version=row[0], python_version=row[1])
