@@ -15,12 +15,20 @@ import java.io.File
 
 import SparkLines._
 
+// the one version of the Python package and the jars (its manifest's Implementation-Version, which
+// a Spark Connect client compares with its own)
+lazy val fullwindowVersion: String = {
+  val text = IO.read(file("python/fullwindow/_version.py"))
+  """__version__ = "([^"]+)"""".r.findFirstMatchIn(text).map(_.group(1))
+    .getOrElse(sys.error("python/fullwindow/_version.py names no __version__"))
+}
+
 def lineProject(line: SparkLine): Project =
   Project(line.id, file("jvm") / "lines" / line.id)
     .settings(
       name := s"fullwindow-spark${line.name}",
       organization := "io.fullwindow",
-      version := "0.1.0",
+      version := fullwindowVersion,
       scalaVersion := line.scala,
       Compile / unmanagedSourceDirectories := {
         val root = (LocalRootProject / baseDirectory).value

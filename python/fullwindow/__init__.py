@@ -30,7 +30,7 @@ from fullwindow.keyed import (CoGroupedDataFrames, CoGroupedWindowedDataFrames, 
 from fullwindow.partition import PartitionWindowedDataFrame
 from fullwindow import recovery  # noqa: E402 - fullwindow.recovery.cleanup(spark), ...
 
-__version__ = "0.1.0"
+from fullwindow._version import __version__  # noqa: E402,F401
 
 __all__ = [
     "AggregateFunction", "CoGroupedDataFrames", "CoGroupedWindowedDataFrames",

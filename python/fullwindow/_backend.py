@@ -18,8 +18,7 @@ from fullwindow._compat import (PythonEvalType, connect_dataframe, connect_execu
                                 dataframe_schema)
 from fullwindow.errors import ConfigurationError, FullWindowSetupError
 
-PLUGIN_CLASS = "org.apache.spark.sql.fullwindow.connect.FullWindowRelationPlugin"
-PLUGIN_CONF = "spark.connect.extensions.relation.classes"
+from fullwindow._jvm_errors import PLUGIN_CLASS, PLUGIN_CONF, setup_error_for_connect  # noqa: F401
 
 
 def is_connect(obj: Any) -> bool:
@@ -306,21 +305,6 @@ def _check_no_recovery(session: Any) -> None:
             "job-event listener and committed-output bookkeeping run in the driver process, "
             "which a Spark Connect client does not have. Run the job with "
             "fullwindow.session(master=...) (classic), or turn recovery off for this session.")
-
-
-def setup_error_for_connect() -> FullWindowSetupError:
-    """What a Connect server without fullwindow's plugin answers, said as what to do."""
-    from fullwindow._compat import connect_server_conf
-    from fullwindow._jvm import EXTENSION_CLASS, jar_path
-
-    server = connect_server_conf(jar_path()).get("spark.jars.packages")
-    return FullWindowSetupError(
-        "the Spark Connect server does not run fullwindow's relation plugin. Start the server "
-        "with these three settings: --jars " + jar_path() + " --conf spark.sql.extensions="
-        + EXTENSION_CLASS + " --conf " + PLUGIN_CONF + "=" + PLUGIN_CLASS + " (e.g. "
-        "$SPARK_HOME/sbin/start-connect-server.sh " + (f"--packages {server} " if server else "")
-        + "--jars ... --conf ... --conf ...), or connect with "
-        "fullwindow.session(remote='local[2]'), which starts a local server carrying them.")
 
 
 _CLASSIC = ClassicBackend()

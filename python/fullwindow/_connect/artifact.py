@@ -64,7 +64,7 @@ class ServerInfoPlan(LogicalPlan):
 
 
 def client_version() -> str:
-    from fullwindow import __version__
+    from fullwindow._version import __version__
 
     return __version__
 
@@ -85,7 +85,7 @@ def server_state(session: Any) -> ServerState:
 
 def _ask(session: Any) -> ServerState:
     from fullwindow._compat import connect_dataframe
-    from fullwindow._jvm import _is_connect_error, raise_from_java
+    from fullwindow._jvm_errors import _is_connect_error, raise_from_java
 
     mine = client_version()
     try:
