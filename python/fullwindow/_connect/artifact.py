@@ -134,9 +134,8 @@ def package_zip() -> str:
     path = _ZIP.get(mine)
     if path is not None and os.path.isfile(path):
         return path
-    import fullwindow
-
-    root = os.path.dirname(os.path.abspath(fullwindow.__file__))
+    # the package folder: two levels above this module (fullwindow/_connect/artifact.py)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     folder = tempfile.mkdtemp(prefix="fullwindow-artifact-")
     atexit.register(shutil.rmtree, folder, True)
     path = os.path.join(folder, f"fullwindow-{mine}.zip")
