@@ -136,7 +136,7 @@ def keyed_row_natives() -> list[Native]:
     if has_table_args():
         f = _row_udtf()
         out.append(Native("Python UDTF over asTable().partitionBy", lambda df: run_noop(
-            f(df.asTable().partitionBy("k"))), "BatchEvalPythonUDTF|EvalPythonUDTF"))
+            f(df.asTable().partitionBy("k"))), "BatchEvalPythonUDTF|ArrowEvalPythonUDTF"))
     return out
 
 
@@ -152,7 +152,7 @@ def keyed_arrow_natives() -> list[Native]:
     if has_arrow_udtf():
         f = _arrow_udtf()
         out.append(Native("@arrow_udtf over asTable().partitionBy", lambda df: run_noop(
-            f(df.asTable().partitionBy("k"))), "ArrowEvalPythonUDTF"))
+            f(df.asTable().partitionBy("k"))), "ArrowEvalPythonUDTF|BatchEvalPythonUDTF"))
     return out
 
 
