@@ -42,8 +42,8 @@ if ARGS.get("collect"):
     result = [list(r) for r in out.collect()]
 else:
     cols = ", ".join(out.columns)
-    result = out.selectExpr(f"bit_xor(xxhash64(spark_partition_id(), {cols})) as h",
-                            "count(1) as c").collect()[0].asDict()
+    result = out.selectExpr("spark_partition_id() as p", "*").selectExpr(
+        f"bit_xor(xxhash64(p, {cols})) as h", "count(1) as c").collect()[0].asDict()
 read = pid_read(jvm) - read0
 rec.flush(spark)
 print("RESULT " + json.dumps({"result": result, "driver_read": read}), flush=True)
