@@ -212,7 +212,7 @@ object CommittedRows {
     byDir.foreach { case (dir, idx) =>
       val fs = fileSystem(dir, hadoopConf)
       val lengths: Option[Map[String, Long]] =
-        try Some(fs.listStatus(dir).iterator.map(s => s.getPath.toString -> s.getLen).toMap)
+        try Some(fs.listStatus(dir).iterator.map(s => s.getPath.getName -> s.getLen).toMap)
         catch {
           case _: FileNotFoundException => Some(Map.empty)
           case _: java.io.IOException => None
@@ -220,7 +220,7 @@ object CommittedRows {
       idx.foreach { i =>
         val p = new Path(files(i)._1)
         ok(i) = lengths match {
-          case Some(m) => m.get(fs.makeQualified(p).toString).contains(files(i)._2)
+          case Some(m) => m.get(p.getName).contains(files(i)._2) // names within one listing
           case None =>
             try fs.getFileStatus(p).getLen == files(i)._2
             catch { case _: java.io.IOException => false }
