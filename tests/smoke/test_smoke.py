@@ -268,6 +268,7 @@ class Count(ProcessWindowFunction):
 def frames(key, parts): yield pd.DataFrame({"k": [key], "n": [sum(len(p) for p in parts)]})
 
 spark = fullwindow.session(master="local[2]")
+spark.conf.set("spark.sql.shuffle.partitions", "4")
 EOS = EndOfStreamWindows.get()
 df = spark.range(0, 40, 1, 2).selectExpr("id % 4 AS k", "id AS v",
                                           "timestamp_seconds(id) AS t", "named_struct('a', id) AS s")
@@ -319,7 +320,7 @@ def test_a_classic_session_runs_every_operation_without_grpc(tmp_path):
     blocked = tmp_path / "grpc"
     blocked.mkdir()
     (blocked / "__init__.py").write_text('raise ImportError("grpc is not installed here")\n')
-    r = run_python(NO_GRPC_JOB, env={"PYTHONPATH": os.pathsep.join(
+    r = run_python(NO_GRPC_JOB, timeout=600, env={"PYTHONPATH": os.pathsep.join(
         [str(tmp_path), PACKAGE_PARENT, os.path.join(ROOT, "tests")])})
     said = [line for line in r.stdout.splitlines() if line.startswith("RESULT ")]
     assert said, r.stdout + r.stderr[-3000:]
