@@ -16,7 +16,7 @@ def every_operation(spark) -> dict:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from fullwindow import EndOfStreamWindows, FullWindowSetupError, ProcessWindowFunction
+    from fullwindow import EndOfStreamWindows, ProcessWindowFunction
     from fullwindow._connect.artifact import server_state
 
     df = spark.range(0, 100, 1, 4).selectExpr("id % 7 AS k", "id AS v")
@@ -51,7 +51,7 @@ def every_operation(spark) -> dict:
         "partition_rows": first,
         "partition_arrow": df.fullWindowPartition().mapPartitionInArrow(
             arrow_totals, "n long, total long"),
-        "partition_pandas": lambda: df.fullWindowPartition().mapPartitionInPandas(
+        "partition_pandas": df.fullWindowPartition().mapPartitionInPandas(
             pandas_totals, "n long, total long"),
         "partition_reduce": df.fullWindowPartition().reduce(
             lambda a, b: a if a.v >= b.v else b).selectExpr("k", "v"),
@@ -67,7 +67,7 @@ def every_operation(spark) -> dict:
                 [sum(x) for x in zip(*[(b.num_rows, sum(b.column("v").to_pylist()))
                                        for b in batches])]),
             "k long, n long, total long"),
-        "keyed_pandas": lambda: keyed.fullWindowPartition().mapPartitionInPandas(
+        "keyed_pandas": keyed.fullWindowPartition().mapPartitionInPandas(
             lambda key, frames: [__import__("pandas").DataFrame(
                 {"k": [key], "n": [sum(len(f) for f in frames)]})],
             "k long, n long"),
@@ -75,7 +75,7 @@ def every_operation(spark) -> dict:
         "keyed_process": keyed.fullWindowPartition().process(Count(), "k long, n long, total long"),
         "keyed_window_apply": keyed.window(EndOfStreamWindows.get()).apply(
             lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long"),
-        "keyed_window_pandas": lambda: keyed.window(EndOfStreamWindows.get()).applyInPandas(
+        "keyed_window_pandas": keyed.window(EndOfStreamWindows.get()).applyInPandas(
             lambda key, frames: [__import__("pandas").DataFrame(
                 {"k": [key], "n": [sum(len(f) for f in frames)]})],
             "k long, n long"),
@@ -83,23 +83,14 @@ def every_operation(spark) -> dict:
         "cogroup_rows": keyed.coGroup(other.keyBy("k")).window(EndOfStreamWindows.get()).apply(
             lambda key, left, right: [(key, sum(1 for _ in left), sum(1 for _ in right))],
             "k long, nl long, nr long"),
-        "cogroup_pandas": lambda: keyed.coGroup(other.keyBy("k")).window(
+        "cogroup_pandas": keyed.coGroup(other.keyBy("k")).window(
             EndOfStreamWindows.get()).applyInPandas(
             lambda key, left, right: [__import__("pandas").DataFrame(
                 {"k": [key], "nl": [sum(len(f) for f in left)],
                  "nr": [sum(len(f) for f in right)]})],
             "k long, nl long, nr long"),
     }
-    outs, unavailable = {}, []
-    for name, out in lazy.items():
-        if callable(out):  # a pandas form: refused where this pyspark lacks its conversion
-            try:
-                out = out()
-            except FullWindowSetupError as err:
-                unavailable.append(name)
-                assert "pandas forms need" in str(err), err
-                continue
-        outs[name] = out
+    outs = dict(lazy)
     # the running (upsert) keyed reduce of STREAMING runtime mode: one row per input record
     spark.conf.set("spark.fullwindow.runtimeMode", "STREAMING")
     try:
@@ -107,15 +98,14 @@ def every_operation(spark) -> dict:
     finally:
         spark.conf.unset("spark.fullwindow.runtimeMode")
     windowed = keyed.coGroup(other.keyBy("k")).window(EndOfStreamWindows.get())
-    if hasattr(windowed, "applyInArrow"):  # the Arrow form of coGroup, where this version has it
-        outs["cogroup_arrow"] = windowed.applyInArrow(
-            lambda key, left, right: [pa.RecordBatch.from_pydict(
-                {"k": [key], "nl": [sum(b.num_rows for b in left)],
-                 "nr": [sum(b.num_rows for b in right)]})],
-            "k long, nl long, nr long")
+    outs["cogroup_arrow"] = windowed.applyInArrow(
+        lambda key, left, right: [pa.RecordBatch.from_pydict(
+            {"k": [key], "nl": [sum(b.num_rows for b in left)],
+             "nr": [sum(b.num_rows for b in right)]})],
+        "k long, nl long, nr long")
     result = {name: sorted(list(r) for r in out.collect()) for name, out in outs.items()}
     state = server_state(spark)
-    return {"results": result, "unavailable": unavailable, "first_ms": first_ms,
+    return {"results": result, "first_ms": first_ms,
             "shipped": state.shipped, "sent_bytes": state.sent_bytes,
             "jar_version": state.jar_version, "python_version": state.python_version}
 

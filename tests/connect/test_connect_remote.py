@@ -21,17 +21,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def pandas_forms() -> bool:
-    from fullwindow import FullWindowSetupError
-    from fullwindow._compat import require_pandas_conversion
-
-    try:
-        require_pandas_conversion("pandas forms")
-    except FullWindowSetupError:
-        return False
-    return True
-
-
 def start_client(url: str, mode: str) -> subprocess.Popen:
     env = clean_env()
     env.pop("PYTHONPATH", None)  # the client imports the installed fullwindow, nothing else
@@ -69,16 +58,10 @@ def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server)
     assert out["jar_version"] == fullwindow.__version__
     assert out["shipped"] is True and 20_000 < out["sent_bytes"] < 2_000_000
     r = out["results"]
-    # the pandas forms need pyspark's Arrow-to-pandas conversion (Spark 4.2 and later)
-    assert out["unavailable"] == ([] if pandas_forms() else
-                                  ["partition_pandas", "keyed_pandas", "keyed_window_pandas",
-                                   "cogroup_pandas"])
     keys = range(7)
     per_key = [[k, len(range(k, 100, 7)), sum(range(k, 100, 7))] for k in keys]
     counts = [[k, len(range(k, 100, 7))] for k in keys]
     for name in ("partition_rows", "partition_arrow", "partition_pandas", "partition_process"):
-        if name in out["unavailable"]:
-            continue
         assert len(r[name]) == 4, (name, r[name])  # one row per input partition
         assert [sum(c) for c in zip(*r[name])] == [100, 4950], (name, r[name])
     assert sorted(v for _, v in r["partition_reduce"]) == [24, 49, 74, 99]
@@ -86,8 +69,6 @@ def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server)
     for name in ("keyed_rows", "keyed_arrow", "keyed_process"):
         assert r[name] == per_key, (name, r[name])
     for name in ("keyed_pandas", "keyed_window_apply", "keyed_window_pandas", "keyed_aggregate"):
-        if name in out["unavailable"]:
-            continue
         assert r[name] == counts, (name, r[name])
     assert r["keyed_reduce"] == [[k, max(range(k, 100, 7))] for k in keys]
     # the running reduce: one row per input record; each key's largest is its final row
@@ -96,8 +77,8 @@ def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server)
         {k: max(range(k, 100, 7)) for k in keys}
     cogroup = [[k, len(range(k, 100, 7)) if k < 7 else 0, len(range(k, 30, 10))]
                for k in range(10)]
-    forms = [n for n in r if n.startswith("cogroup_")]
-    assert "cogroup_rows" in forms
+    forms = sorted(n for n in r if n.startswith("cogroup_"))
+    assert forms == ["cogroup_arrow", "cogroup_pandas", "cogroup_rows"]
     for name in forms:
         assert r[name] == cogroup, (name, r[name])
 
