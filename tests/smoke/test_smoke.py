@@ -106,6 +106,14 @@ def test_cogroup(spark, df):
     out = df.keyBy("k").coGroup(right.keyBy("k")).window(EOS).apply(join, "k long, n long, w long")
     assert {r.k: (r.n, r.w) for r in out.collect()} == {k: (15, k + k + 4) for k in range(4)}
 
+    def join_batches(key, left, right):  # the Arrow form: each side's records as Arrow batches
+        import pyarrow as pa
+        yield pa.RecordBatch.from_pydict({"k": [key], "n": [sum(b.num_rows for b in left)],
+                                          "w": [sum(sum(b.column("w").to_pylist()) for b in right)]})
+    out = df.keyBy("k").coGroup(right.keyBy("k")).window(EOS).applyInArrow(
+        join_batches, "k long, n long, w long")
+    assert {r.k: (r.n, r.w) for r in out.collect()} == {k: (15, k + k + 4) for k in range(4)}
+
 
 def test_sql_hint(spark, df):
     df.createOrReplaceTempView("smoke_t")
