@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from fullwindow._compat import (PythonEvalType, connect_dataframe, connect_execution_metrics,
                                 dataframe_schema)
-from fullwindow.errors import ConfigurationError, FullWindowSetupError
+from fullwindow.errors import ConfigurationError
 
 from fullwindow._jvm_errors import PLUGIN_CLASS, PLUGIN_CONF, setup_error_for_connect  # noqa: F401
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from fullwindow.errors import FullWindowAnalysisError, FullWindowSetupError
+from fullwindow.errors import FullWindowSetupError
 
 EXTENSION_CLASS = "fullwindow.sql.FullWindowExtensions"
 _FACADE = "org.apache.spark.sql.fullwindow.FullWindowPython"

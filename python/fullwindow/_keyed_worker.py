@@ -238,7 +238,8 @@ def _arrow_outputs(encoder: RowEncoder, items: Iterator[Any]) -> Iterator[pa.Rec
     """What Arrow functions yielded (batches or Tables), cast to the declared schema, with the
     small batches of many small keys gathered into fewer, larger ones (up to the batch size)."""
     target = encoder.batch_size
-    pending, size = [], 0
+    pending: list[pa.RecordBatch] = []
+    size = 0
     for item in items:
         for b in checked_batches(encoder, item):
             if b.num_rows >= target and not pending:

@@ -4,13 +4,12 @@ metrics of its operators. Above both fullwindow._backend and fullwindow._jvm."""
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any, Callable, TypeVar
 
 from pyspark.sql import DataFrame
 
 from fullwindow._backend import backend, operation_settings
-from fullwindow._jvm_errors import raise_from_java
+from fullwindow._jvm_errors import _is_connect_error, raise_from_java
 from fullwindow.errors import FullWindowError
 
 F = TypeVar("F", bound=Callable[..., Any])

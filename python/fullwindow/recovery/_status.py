@@ -4,7 +4,6 @@ partitions, bytes, the runs that committed them, intact or damaged, the lease ho
 the same."""
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from typing import Any, Dict, List, Optional
