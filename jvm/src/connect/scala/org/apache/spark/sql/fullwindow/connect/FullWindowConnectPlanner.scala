@@ -100,13 +100,19 @@ private[connect] object ServerReport {
     Option(getClass.getPackage).flatMap(p => Option(p.getImplementationVersion))
       .getOrElse(FullWindowPython.Version)
 
+  // the package keeps its version in fullwindow/_version.py (older ones in __init__.py)
   private val Probe =
-    "import importlib.util, re\n" +
+    "import importlib.util, os, re\n" +
       "spec = importlib.util.find_spec('fullwindow')\n" +
       "if spec is not None and spec.origin:\n" +
-      "    with open(spec.origin) as f:\n" +
-      "        m = re.search(r'^__version__\\s*=\\s*[\"\\']([^\"\\']+)', f.read(), re.M)\n" +
-      "    print(m.group(1) if m else '')\n"
+      "    for name in ('_version.py', '__init__.py'):\n" +
+      "        path = os.path.join(os.path.dirname(spec.origin), name)\n" +
+      "        if os.path.exists(path):\n" +
+      "            with open(path) as f:\n" +
+      "                m = re.search(r'^__version__\\s*=\\s*[\"\\']([^\"\\']+)', f.read(), re.M)\n" +
+      "            if m:\n" +
+      "                print(m.group(1))\n" +
+      "                break\n"
 
   private val probed = new ConcurrentHashMap[String, Option[String]]()
 
