@@ -23,7 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 def start_client(url: str, mode: str) -> subprocess.Popen:
     env = clean_env()
-    env.pop("PYTHONPATH", None)  # the client imports the installed fullwindow, nothing else
+    # the client imports the installed fullwindow: no folder holding a fullwindow package stays
+    # on its path (others do, e.g. the Connect client libraries of a line whose venv has none)
+    kept = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep)
+            if p and not os.path.isdir(os.path.join(p, "fullwindow"))]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
     return subprocess.Popen([sys.executable, os.path.join(HERE, "remote_client.py"), url, mode],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
