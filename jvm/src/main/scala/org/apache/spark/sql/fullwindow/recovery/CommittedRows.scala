@@ -235,13 +235,7 @@ object CommittedRows {
     val p = new Path(path)
     try {
       val in: InputStream = fileSystem(p, hadoopConf).open(p)
-      try {
-        val c = new CRC32
-        val buf = new Array[Byte](BufferSize)
-        var n = in.read(buf)
-        while (n >= 0) { c.update(buf, 0, n); n = in.read(buf) }
-        c.getValue == crc
-      } finally in.close()
+      try crcOf(in) == crc finally in.close()
     } catch {
       case _: java.io.IOException => false
     }
@@ -253,14 +247,17 @@ object CommittedRows {
     val fs = fileSystem(p, hadoopConf)
     if (!fs.exists(p) || fs.getFileStatus(p).getLen != bytes) return false
     val in: InputStream = fs.open(p)
-    try {
-      val c = new CRC32
-      val buf = new Array[Byte](BufferSize)
-      var n = in.read(buf)
-      while (n >= 0) { c.update(buf, 0, n); n = in.read(buf) }
-      c.getValue == crc
-    } catch {
+    try crcOf(in) == crc catch {
       case _: EOFException => false
     } finally in.close()
+  }
+
+  /** The CRC32 of what is left in `in`, read to its end. */
+  private def crcOf(in: InputStream): Long = {
+    val c = new CRC32
+    val buf = new Array[Byte](BufferSize)
+    var n = in.read(buf)
+    while (n >= 0) { c.update(buf, 0, n); n = in.read(buf) }
+    c.getValue
   }
 }
