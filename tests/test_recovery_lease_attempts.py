@@ -20,19 +20,10 @@ from fullwindow.errors import ConfigurationError
 from fullwindow.recovery import _fs, lease
 from fullwindow.recovery.config import LEASE_WAIT, settings_from
 from fullwindow.recovery.errors import RecoveryConflictError
-from hdfs import MiniHDFS
+from test_recovery_hdfs import hdfs  # noqa: F401 - the module's MiniHDFS fixture
 
 APP = "application_1700000000000_0007"
 OTHER_APP = "application_1700000000000_0008"
-
-
-@pytest.fixture(scope="module")
-def hdfs():
-    cluster = MiniHDFS().start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,8 @@ import os
 import struct
 import zlib
 
-import pytest
-
 from helpers import run_python
+from test_recovery_cluster import cluster  # noqa: F401 - the two-worker standalone cluster fixture
 
 DRIVER = """
 import json, os, sys, time
@@ -134,18 +133,6 @@ def test_ten_thousand_small_partitions_resume_with_nothing_recomputed(tmp_path):
     again = _run(d, "wide", n, rows, timeout=900)
     assert again["result"] == first["result"]
     assert len(_events(d, "wide")) == n  # every partition read back
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    from cluster import StandaloneCluster
-
-    c = StandaloneCluster(workers=2, cores=1, memory="1g")
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
 
 
 def test_on_a_cluster_the_driver_reads_no_committed_bytes_and_damage_is_caught(tmp_path, cluster):
