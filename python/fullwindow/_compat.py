@@ -350,6 +350,19 @@ _PROBE_VALUES: dict[str, list[Any]] = {"BooleanType": [True, False],
                                        "BinaryType": [b"a", b"bc"]}
 
 
+def consolidate(frame: Any) -> Any:
+    """``frame`` with its columns of one dtype stored as one block, as pandas' constructor
+    leaves them when given a dict of arrays without copying. pandas consolidates a frame on
+    first column access and every ``iloc`` slice of an unconsolidated frame again, per slice;
+    a frame cut into many small per-key slices paid that once per key (18% of coGroup
+    applyInPandas' Python CPU at 10,000 keys, benchmarks/notes/keyed.md). pandas has no public
+    call for it; without the private one the frame is returned as it is."""
+    merge = getattr(frame, "_consolidate_inplace", None)
+    if merge is not None:
+        merge()
+    return frame
+
+
 def _array_to_numpy(column: pa.Array) -> Any:
     # writable: the function owns its frames (pandas would refuse to assign into Arrow memory)
     return column.to_numpy(zero_copy_only=False, writable=True)

@@ -368,23 +368,38 @@ def _row_run(rows: list, s: int, e: int) -> list:
     return rows[s:e]
 
 
-def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: StructType,
-                     make_decoder: Callable = RowDecoder, cut: Callable = _row_run):
-    """Merged batch ``[side, keys..., left columns..., right columns...]`` ->
-    [(group key, key, side, records)]: runs of equal (side, key); each side's records decoded
-    from its own columns only (``make_decoder(side schema)``: Rows by default) and cut into
-    runs by ``cut(decoded, start, end)`` (an iterable of what the function's iterators yield)."""
-    splitter = KeySplitter(merged, list(range(1, 1 + nkeys)), extra_idx=(0,))
-    nl = len(left.fields)
-    left_cols = list(range(1 + nkeys, 1 + nkeys + nl))
-    right_cols = list(range(1 + nkeys + nl, 1 + nkeys + nl + len(right.fields)))
+def _side_columns(names: list[str]) -> tuple[list[int], list[int]]:
+    """Each side's columns in the merged batch, in the side's own order, read from the column
+    names the JVM gives them (``K0,L0,R0``: key 0, left column 0 and right column 0 share a
+    column; see CoGroupLayout in FullWindowCoGroupExec.scala)."""
+    found: dict[str, dict[int, int]] = {"L": {}, "R": {}}
+    for at, name in enumerate(names[1:], start=1):
+        for tag in name.split(","):
+            if tag[:1] in found:
+                found[tag[:1]][int(tag[1:])] = at
+    return ([found["L"][j] for j in range(len(found["L"]))],
+            [found["R"][j] for j in range(len(found["R"]))])
+
+
+def cogroup_segments(keys: StructType, left: StructType, right: StructType,
+                     make_decoder: Callable = RowDecoder, cut: Callable = _row_run,
+                     in_place: bool = False):
+    """Merged batch ``[side, keys..., shared columns...]`` -> [(group key, key, side, records)]:
+    runs of equal (side, key); each side's records decoded from its own columns only
+    (``make_decoder(side schema)``: Rows by default) and cut into runs by ``cut(decoded, start,
+    end)`` (an iterable of what the function's iterators yield). ``keys`` is the schema of the
+    side column and the key columns, the merged batch's first columns. A batch holding both
+    sides is filtered to each side's records before decoding; with ``in_place`` (a decoder that
+    copies nothing) a side is decoded whole and its runs cut where they lie in the batch."""
+    splitter = KeySplitter(keys, list(range(1, len(keys.fields))), extra_idx=(0,))
     left_decoder, right_decoder = make_decoder(left), make_decoder(right)
+    columns: dict[tuple, tuple[list[int], list[int]]] = {}
 
     def side_rows(batch, side, cols, decoder, sides):
         if side not in sides:
             return []
         part = batch.select(cols)
-        if any(s != side for s in sides):
+        if not in_place and any(s != side for s in sides):
             part = part.filter(pc.equal(batch.column(0), side))
         return decoder(part)
 
@@ -392,9 +407,17 @@ def cogroup_segments(merged: StructType, nkeys: int, left: StructType, right: St
         starts, ukeys, gkeys, (sides,) = splitter.split(batch)
         if not starts:
             return []
+        names = tuple(batch.schema.names)
+        if names not in columns:
+            columns[names] = _side_columns(list(names))
+        left_cols, right_cols = columns[names]
         present = set(sides)
         rows = (side_rows(batch, 0, left_cols, left_decoder, present),
                 side_rows(batch, 1, right_cols, right_decoder, present))
+        if in_place:
+            return [(g, u, side, cut(rows[side], s, e))
+                    for g, u, side, (s, e) in zip(gkeys, ukeys, sides,
+                                                  _bounds(starts, batch.num_rows))]
         at = [0, 0]
         out = []
         for g, u, side, (s, e) in zip(gkeys, ukeys, sides, _bounds(starts, batch.num_rows)):
@@ -464,12 +487,12 @@ def _co_group_outputs(func, segments: Iterator[tuple], results: Callable) -> Ite
         yield from results(func(first[1], sides.left(), sides.right()))
 
 
-def co_group(func, merged: StructType, nkeys: int, left: StructType, right: StructType,
-             encoder: RowEncoder, depth: int):
+def co_group(func, keys: StructType, left: StructType, right: StructType, encoder: RowEncoder,
+             depth: int):
     results = functools.partial(_iterable, encoder.operation, "func")
 
     def run(batches):
-        with _Prefetched(batches, cogroup_segments(merged, nkeys, left, right), depth) as p:
+        with _Prefetched(batches, cogroup_segments(keys, left, right), depth) as p:
             yield from encoder.encode_all(_co_group_outputs(func, p.segments(), results))
     return run
 
@@ -525,14 +548,13 @@ def map_partition_in_pandas(func, in_schema, key_idx, encoder: RowEncoder, depth
     return run
 
 
-def co_group_in_pandas(func, merged: StructType, nkeys: int, left: StructType,
-                       right: StructType, encoder: RowEncoder, depth: int,
-                       options: PandasOptions):
+def co_group_in_pandas(func, keys: StructType, left: StructType, right: StructType,
+                       encoder: RowEncoder, depth: int, options: PandasOptions):
     """coGroup's ``applyInPandas``: ``func(key, left_frames, right_frames)`` with each side's
     records of the key streamed as pandas DataFrames (the memory bound of ``apply``)."""
     out = PandasEncoder(encoder, options)
     results = functools.partial(_frames, encoder.operation, "func")
-    segments = cogroup_segments(merged, nkeys, left, right,
+    segments = cogroup_segments(keys, left, right,
                                 make_decoder=lambda schema: PandasDecoder(schema, options),
                                 cut=_frame_run)
 
@@ -560,14 +582,14 @@ def _batch_run(batch: pa.RecordBatch, s: int, e: int) -> list:
     return [batch.slice(s, e - s)]
 
 
-def co_group_in_arrow(func, merged: StructType, nkeys: int, left: StructType,
-                      right: StructType, encoder: RowEncoder, depth: int):
+def co_group_in_arrow(func, keys: StructType, left: StructType, right: StructType,
+                      encoder: RowEncoder, depth: int):
     """coGroup's ``applyInArrow``: ``func(key, left_batches, right_batches)`` with each side's
     records of the key streamed as ``pyarrow.RecordBatch`` slices (the memory bound of
     ``apply``); what it yields is cast to the declared schema."""
     results = functools.partial(_iterable, encoder.operation, "func")
-    segments = cogroup_segments(merged, nkeys, left, right, make_decoder=_arrow_side,
-                                cut=_batch_run)
+    segments = cogroup_segments(keys, left, right, make_decoder=_arrow_side,
+                                cut=_batch_run, in_place=True)
 
     def run(batches):
         with _Prefetched(batches, segments, depth) as p:
@@ -575,17 +597,14 @@ def co_group_in_arrow(func, merged: StructType, nkeys: int, left: StructType,
     return run
 
 
-def merged_schema(nkey_fields: list[StructField], left: StructType, right: StructType) -> StructType:
-    """The layout the JVM merges the two sides into (see FullWindowCoGroupExec)."""
+def key_schema(key_fields: list[StructField]) -> StructType:
+    """The first columns of coGroup's merged stream: the side, then the keys."""
     from pyspark.sql.types import IntegerType as Int
 
-    return StructType(
-        [StructField("__side", Int(), False)]
-        + [StructField(f"__key{i}", f.dataType, True) for i, f in enumerate(nkey_fields)]
-        + [StructField(f"__left{i}", f.dataType, True) for i, f in enumerate(left.fields)]
-        + [StructField(f"__right{i}", f.dataType, True) for i, f in enumerate(right.fields)])
+    return StructType([StructField("__side", Int(), False)]
+                      + [StructField(f"__key{i}", f.dataType, True) for i, f in enumerate(key_fields)])
 
 
 __all__ = ["KeySplitter", "aggregate", "co_group", "co_group_in_arrow", "co_group_in_pandas",
-           "map_partition", "map_partition_in_arrow", "map_partition_in_pandas", "merged_schema",
+           "key_schema", "map_partition", "map_partition_in_arrow", "map_partition_in_pandas",
            "process", "reduce", "running_reduce"]

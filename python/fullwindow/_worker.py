@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 from pyspark.sql.types import Row, StructType
 
-from fullwindow._compat import (arrow_to_pandas, arrow_value_converter, enforce_schema,
-                                numpy_column_converter, pandas_to_arrow, rows_to_arrow,
-                                to_arrow_schema, to_pylist)
+from fullwindow._compat import (arrow_to_pandas, arrow_value_converter, consolidate,
+                                enforce_schema, numpy_column_converter, pandas_to_arrow,
+                                rows_to_arrow, to_arrow_schema, to_pylist)
 from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
 
 _MISSING = object()
@@ -448,7 +448,7 @@ class PandasDecoder:
         frame = pd.DataFrame({i: columns[i] for i in range(len(self.names))},
                              index=pd.RangeIndex(batch.num_rows), copy=False)
         frame.columns = self.names  # the schema's names, duplicates included
-        return frame
+        return consolidate(frame)
 
 
 class PandasEncoder:

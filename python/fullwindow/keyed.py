@@ -635,8 +635,8 @@ class CoGroupedWindowedDataFrames:
 
         return self._co_group("apply", func, schema,
                               "a function (key, left_rows, right_rows) -> iterable of rows",
-                              lambda merged, nkeys, lschema, rschema: lambda enc:
-                              _keyed_worker.co_group(func, merged, nkeys, lschema, rschema, enc,
+                              lambda keys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group(func, keys, lschema, rschema, enc,
                                                      _PREFETCH_DEPTH))
 
     @jvm_errors("coGroup")
@@ -672,8 +672,8 @@ class CoGroupedWindowedDataFrames:
         return self._co_group("applyInPandas", func, schema,
                               "a function (key, left_frames, right_frames) taking and yielding "
                               "pandas.DataFrame",
-                              lambda merged, nkeys, lschema, rschema: lambda enc:
-                              _keyed_worker.co_group_in_pandas(func, merged, nkeys, lschema,
+                              lambda keys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group_in_pandas(func, keys, lschema,
                                                                rschema, enc, _PREFETCH_DEPTH,
                                                                options), pandas=True)
 
@@ -708,14 +708,14 @@ class CoGroupedWindowedDataFrames:
         return self._co_group("applyInArrow", func, schema,
                               "a function (key, left_batches, right_batches) taking and yielding "
                               "pyarrow.RecordBatch",
-                              lambda merged, nkeys, lschema, rschema: lambda enc:
-                              _keyed_worker.co_group_in_arrow(func, merged, nkeys, lschema,
+                              lambda keys, lschema, rschema: lambda enc:
+                              _keyed_worker.co_group_in_arrow(func, keys, lschema,
                                                               rschema, enc, _PREFETCH_DEPTH))
 
     def _co_group(self, operation: str, func: Callable[..., Any], schema: Union[StructType, str],
                   expected: str, make_runner: Callable[..., Any],
                   pandas: bool = False) -> DataFrame:
-        """The coGroup of the two sides running ``make_runner(merged, nkeys, left schema, right
+        """The coGroup of the two sides running ``make_runner(key schema, left schema, right
         schema)(encoder)`` in each task, as coGroup's ``operation`` (``pandas``: the function
         takes pandas frames)."""
         from fullwindow import _keyed_worker
@@ -726,9 +726,8 @@ class CoGroupedWindowedDataFrames:
         left, right = self._left, self._right
         ldf, rdf = left.dataframe, right.dataframe
         lschema, rschema = dataframe_schema(ldf), dataframe_schema(rdf)
-        merged = _keyed_worker.merged_schema(_key_fields(ldf, left.keys), lschema, rschema)
-        nkeys = len(left.keys)
-        column = _udf_column(ldf, label, out, make_runner(merged, nkeys, lschema, rschema), func)
+        keys = _keyed_worker.key_schema(_key_fields(ldf, left.keys))
+        column = _udf_column(ldf, label, out, make_runner(keys, lschema, rschema), func)
         out = backend(ldf).co_group(ldf, rdf, left.keys, right.keys, column, pandas)
         name = "coGroup" if operation == "apply" else f"coGroup {operation}"
         return _recoverable(out, name, (left.keys, right.keys), func)

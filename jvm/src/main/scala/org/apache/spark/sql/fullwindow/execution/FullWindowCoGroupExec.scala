@@ -9,16 +9,16 @@ import org.apache.spark.sql.execution.{BinaryExecNode, SparkPlan}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.PythonSQLMetrics
 import org.apache.spark.sql.fullwindow.FullWindowExplain
-import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
+import org.apache.spark.sql.types.{DataType, IntegerType, StructField, StructType}
 
 /**
  * The two-sorter coGroup of FLIP-331. Each input is asked to be clustered by its own keys (the
  * two co-partitioned: EnsureRequirements gives both sides the same hash partitioning) and sorted
  * by them with its own sorter. There is no tagged union before sorting: the two sorted streams
- * of a partition are merged by key here, into one stream of
- * `[side, key columns, left columns, right columns]` in which, for every key, the left records
- * come first and then the right ones (the other side's columns are null). That stream goes to
- * the Python worker through Spark's Arrow runner, which calls the user function once per key.
+ * of a partition are merged by key here, into one stream in the [[CoGroupLayout]] (a side
+ * column, then columns the two sides share where their types allow) in which, for every key, the
+ * left records come first and then the right ones. That stream goes to the Python worker
+ * through Spark's Arrow runner, which calls the user function once per key.
  */
 case class FullWindowCoGroupExec(
     leftKeys: Seq[Attribute],
@@ -50,15 +50,11 @@ case class FullWindowCoGroupExec(
 
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
-  /** The schema of the merged stream that reaches Python (positional names: sides may clash). */
-  private def mergedSchema: StructType = StructType(
-    StructField("__side", IntegerType, nullable = false) +:
-      (leftKeys.zipWithIndex.map { case (k, i) => StructField(s"__key$i", k.dataType) } ++
-        left.output.zipWithIndex.map { case (a, i) => StructField(s"__left$i", a.dataType) } ++
-        right.output.zipWithIndex.map { case (a, i) => StructField(s"__right$i", a.dataType) }))
+  private def layout: CoGroupLayout = CoGroupLayout(leftKeys, rightKeys, left.output, right.output)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val python = PythonArrowEval(func, output, mergedSchema, conf, pythonMetrics, jobArtifactUUID,
+    val merged = layout
+    val python = PythonArrowEval(func, output, merged.schema, conf, pythonMetrics, jobArtifactUUID,
       pandas)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
@@ -67,16 +63,15 @@ case class FullWindowCoGroupExec(
     val lKeys = leftKeys
     val rKeys = rightKeys
     left.execute().zipPartitions(right.execute()) { (l, r) =>
-      val nullsFor = (attrs: Seq[Attribute]) => attrs.map(a => Literal(null, a.dataType))
-      val merged = new MergeByKey(
+      val merge = new MergeByKey(
         l, r,
         UnsafeProjection.create(lKeys, leftOut),
         UnsafeProjection.create(rKeys, rightOut),
-        UnsafeProjection.create((Literal(0) +: lKeys) ++ leftOut ++ nullsFor(rightOut), leftOut),
-        UnsafeProjection.create((Literal(1) +: rKeys) ++ nullsFor(leftOut) ++ rightOut, rightOut),
+        UnsafeProjection.create(merged.leftColumns, leftOut),
+        UnsafeProjection.create(merged.rightColumns, rightOut),
         RowOrdering.createNaturalAscendingOrdering(lKeys.map(_.dataType)),
         () => rowsIn += 1)
-      python.eval(TaskContext.getPartitionId(), merged).map { row =>
+      python.eval(TaskContext.getPartitionId(), merge).map { row =>
         rowsOut += 1; row
       }
     }
@@ -85,6 +80,61 @@ case class FullWindowCoGroupExec(
   override protected def withNewChildrenInternal(
       newLeft: SparkPlan, newRight: SparkPlan): FullWindowCoGroupExec =
     copy(left = newLeft, right = newRight)
+}
+
+/**
+ * The columns of coGroup's merged stream. Column 0 is the side (0 left, 1 right), columns
+ * 1..n the keys; every other column of a side gets a column of its own unless the other side
+ * has a column of the same type not yet shared, which it then shares: a record fills only its
+ * own side's columns, so with sides of alike types (the common case) most of a stream's cells
+ * hold values rather than the other side's nulls. A side's key columns are read from the key
+ * columns. Each column's name says whose it is (`K0`, `L2`, `R1`, comma-separated), so the
+ * Python worker rebuilds each side from the names alone and this is the one place the layout
+ * is decided.
+ */
+private[execution] final case class CoGroupLayout(
+    schema: StructType,
+    leftColumns: Seq[Expression],
+    rightColumns: Seq[Expression])
+
+private[execution] object CoGroupLayout {
+  private final class Column(val dataType: DataType, var source: Seq[String],
+      var left: Option[Expression], var right: Option[Expression])
+
+  def apply(
+      leftKeys: Seq[Attribute],
+      rightKeys: Seq[Attribute],
+      leftOut: Seq[Attribute],
+      rightOut: Seq[Attribute]): CoGroupLayout = {
+    val columns = scala.collection.mutable.ArrayBuffer.empty[Column]
+    leftKeys.zip(rightKeys).zipWithIndex.foreach { case ((l, r), i) =>
+      columns += new Column(l.dataType, Seq(s"K$i"), Some(l), Some(r))
+    }
+    val nkeys = columns.length
+    def place(attrs: Seq[Attribute], keys: Seq[Attribute], tag: String, isLeft: Boolean): Unit =
+      attrs.zipWithIndex.foreach { case (a, j) =>
+        val name = s"$tag$j"
+        val key = keys.indexWhere(_.exprId == a.exprId)
+        val shared = if (key >= 0) Some(columns(key)) else if (isLeft) None else {
+          columns.drop(nkeys).find(c => c.right.isEmpty && c.dataType == a.dataType)
+        }
+        shared match {
+          case Some(c) =>
+            c.source :+= name
+            if (!isLeft && c.right.isEmpty) c.right = Some(a)
+          case None =>
+            columns += new Column(a.dataType, Seq(name),
+              if (isLeft) Some(a) else None, if (isLeft) None else Some(a))
+        }
+      }
+    place(leftOut, leftKeys, "L", isLeft = true)
+    place(rightOut, rightKeys, "R", isLeft = false)
+    val schema = StructType(StructField("__side", IntegerType, nullable = false) +:
+      columns.map(c => StructField(c.source.mkString(","), c.dataType)).toSeq)
+    def side(tag: Int, pick: Column => Option[Expression]): Seq[Expression] =
+      Literal(tag) +: columns.map(c => pick(c).getOrElse(Literal(null, c.dataType))).toSeq
+    CoGroupLayout(schema, side(0, _.left), side(1, _.right))
+  }
 }
 
 /**
