@@ -1,7 +1,12 @@
 """Spark's own per-key forms, for the keyed and coGroup cases to be measured against the fastest
 one the running line has (4.0 added ``groupBy().applyInArrow``, ``cogroup().applyInArrow`` and
-Python UDTFs over ``df.asTable().partitionBy(...)``; 4.1 the iterator forms of ``applyInArrow``
-and ``applyInPandas``, picked by type hints, and ``@arrow_udtf``).
+Python UDTFs over ``df.asTable().partitionBy(...)`` and ``transformWithStateInPandas``; 4.1 the
+iterator forms of ``applyInArrow`` and ``applyInPandas``, picked by type hints, ``@arrow_udtf`` and
+``transformWithState`` with Rows).
+
+Each ``*_natives()`` form is a ``NativeForm``: besides the harness's ``run(df)`` it keeps
+``frame(df)``, the DataFrame that ``run`` executes, so a test can collect each form's result
+(tests/test_benchmarks_natives.py) and check it is the per-key count and sum the cases time.
 
 Each form does the keyed cases' per-key work (count the key's rows and sum ``x``) in the way its
 API is naturally written; ``*_natives()`` return the forms of one shape that this line has,
@@ -9,7 +14,8 @@ found by what pyspark offers (never by its version string).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Tuple
+import dataclasses
+from typing import Any, Callable, Iterator, Tuple
 
 import pandas as pd
 import pyarrow as pa
@@ -21,6 +27,16 @@ from benchmarks.registry import Native
 
 COUNT_SUM_SCHEMA = "k long, n long, s double"
 _COUNT_SUM_ARROW = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("s", pa.float64())])
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeForm(Native):
+    """A ``Native`` whose ``run`` is ``run_noop(frame(data))``."""
+    frame: Callable[[Any], DataFrame] | None = None
+
+
+def _form(name: str, frame: Callable[[Any], DataFrame], node: str) -> NativeForm:
+    return NativeForm(name, lambda data: run_noop(frame(data)), node, frame)
 
 
 def _eval_types() -> set[str]:
@@ -47,6 +63,31 @@ def has_arrow_udtf() -> bool:
     from pyspark.sql import functions
 
     return has_table_args() and hasattr(functions, "arrow_udtf")
+
+
+def has_transform_with_state() -> bool:
+    """``groupBy().transformWithState`` with Rows (4.1+); it runs on batch DataFrames too."""
+    return hasattr(GroupedData, "transformWithState")
+
+
+def has_transform_with_state_in_pandas() -> bool:
+    """``groupBy().transformWithStateInPandas`` (4.0+); it runs on batch DataFrames too."""
+    return hasattr(GroupedData, "transformWithStateInPandas")
+
+
+# transformWithState's plan node: TransformWithStateInPandasExec on 4.0 (pandas only), one
+# TransformWithStateInPySparkExec for both the Row and the pandas form from 4.1 on.
+_TWS_NODE = "TransformWithStateInPySpark|TransformWithStateInPandas"
+
+
+def _with_state_store_coordinator(df: DataFrame) -> DataFrame:
+    """transformWithState in a batch query keeps its state in a temporary RocksDB store per task,
+    and RocksDB reports its snapshot uploads to the driver's StateStoreCoordinator, which exists
+    only once the session's StreamingQueryManager does. On 4.1 and 4.2 a session that never
+    touched ``spark.streams`` fails the task with CANNOT_LOAD_STATE_STORE (SPARK-58973; 4.3 logs
+    a warning and goes on), so the form touches it first, as a user of those lines must."""
+    df.sparkSession.streams  # noqa: B018  (creates the coordinator; once per session)
+    return df
 
 
 # ---- the keyed shape: one input, per key (k, count, sum of x) -------------------------------
@@ -130,38 +171,103 @@ def _arrow_udtf():
     return CountSumArrow
 
 
+def _row_processor():
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class CountSumRows(StatefulProcessor):
+        """transformWithState with Rows, in a batch query: the operator sorts each task's input
+        by key and calls handleInputRows once per key with all the key's rows (a lazy
+        iterator), so the count and sum are emitted there; no state variable is needed (a
+        batch query's state store is a temporary one, dropped at the end of the task)."""
+
+        def init(self, handle) -> None:
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = 0
+            s = 0.0
+            for r in rows:
+                n += 1
+                s += r.x
+            yield Row(k=key[0], n=n, s=s)
+
+        def close(self) -> None:
+            pass
+
+    return CountSumRows
+
+
+def _pandas_processor():
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class CountSumFrames(StatefulProcessor):
+        """transformWithStateInPandas in a batch query: handleInputRows gets the key's rows as
+        an iterator of pandas DataFrames (one Arrow batch at most each), once per key."""
+
+        def init(self, handle) -> None:
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = 0
+            s = 0.0
+            for pdf in rows:
+                n += len(pdf)
+                s += float(pdf["x"].sum())
+            yield pd.DataFrame({"k": [key[0]], "n": [n], "s": [s]})
+
+        def close(self) -> None:
+            pass
+
+    return CountSumFrames
+
+
 def keyed_row_natives() -> list[Native]:
-    """The row-at-a-time forms (transformWithState's batch form is not measured yet)."""
+    """The row-at-a-time forms: a Python UDTF over ``asTable().partitionBy`` (4.0+) and
+    ``transformWithState`` with Rows (4.1+)."""
     out = []
     if has_table_args():
         f = _row_udtf()
-        out.append(Native("Python UDTF over asTable().partitionBy", lambda df: run_noop(
-            f(df.asTable().partitionBy("k"))), "BatchEvalPythonUDTF|ArrowEvalPythonUDTF"))
+        out.append(_form("Python UDTF over asTable().partitionBy",
+                         lambda df: f(df.asTable().partitionBy("k")),
+                         "BatchEvalPythonUDTF|ArrowEvalPythonUDTF"))
+    if has_transform_with_state():
+        processor = _row_processor()
+        out.append(_form("transformWithState (rows)", lambda df: _with_state_store_coordinator(
+            df).groupBy("k").transformWithState(processor(), COUNT_SUM_SCHEMA,
+                                                outputMode="Append", timeMode="None"), _TWS_NODE))
     return out
 
 
 def keyed_arrow_natives() -> list[Native]:
     out = []
     if has_grouped_arrow():
-        out.append(Native("applyInArrow (table)", lambda df: run_noop(
-            df.groupBy("k").applyInArrow(arrow_table, COUNT_SUM_SCHEMA)), "FlatMapGroupsInArrow"))
+        out.append(_form("applyInArrow (table)", lambda df: df.groupBy("k").applyInArrow(
+            arrow_table, COUNT_SUM_SCHEMA), "FlatMapGroupsInArrow"))
     if has_grouped_iterators():
-        out.append(Native("applyInArrow (iterator)", lambda df: run_noop(
-            df.groupBy("k").applyInArrow(arrow_iterator, COUNT_SUM_SCHEMA)),
-            "FlatMapGroupsInArrow"))
+        out.append(_form("applyInArrow (iterator)", lambda df: df.groupBy("k").applyInArrow(
+            arrow_iterator, COUNT_SUM_SCHEMA), "FlatMapGroupsInArrow"))
     if has_arrow_udtf():
         f = _arrow_udtf()
-        out.append(Native("@arrow_udtf over asTable().partitionBy", lambda df: run_noop(
-            f(df.asTable().partitionBy("k"))), "ArrowEvalPythonUDTF|BatchEvalPythonUDTF"))
+        out.append(_form("@arrow_udtf over asTable().partitionBy",
+                         lambda df: f(df.asTable().partitionBy("k")),
+                         "ArrowEvalPythonUDTF|BatchEvalPythonUDTF"))
     return out
 
 
 def keyed_pandas_natives() -> list[Native]:
+    """Besides whole-group ``applyInPandas`` (the cases' baseline): its iterator form (4.1+)
+    and ``transformWithStateInPandas`` (4.0+), both a key's rows as a stream of frames."""
     out = []
     if has_grouped_iterators():
-        out.append(Native("applyInPandas (iterator)", lambda df: run_noop(
-            df.groupBy("k").applyInPandas(pandas_iterator, COUNT_SUM_SCHEMA)),
-            "FlatMapGroupsInPandas"))
+        out.append(_form("applyInPandas (iterator)", lambda df: df.groupBy("k").applyInPandas(
+            pandas_iterator, COUNT_SUM_SCHEMA), "FlatMapGroupsInPandas"))
+    if has_transform_with_state_in_pandas():
+        processor = _pandas_processor()
+        out.append(_form("transformWithStateInPandas", lambda df: _with_state_store_coordinator(
+            df).groupBy("k").transformWithStateInPandas(processor(), COUNT_SUM_SCHEMA,
+                                                        outputMode="Append", timeMode="None"),
+            _TWS_NODE))
     return out
 
 
