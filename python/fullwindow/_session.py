@@ -35,6 +35,10 @@ def configure(builder: SparkSession.Builder,
     (``sc://host:port``) is configured where it is started, so only ``conf`` is applied (the
     first fullwindow call on a server without fullwindow says what to add).
 
+    In a script run by ``spark-submit``, whose JVM is already running, the jar must come with
+    ``--jars`` (``FullWindowSetupError`` says so when it did not); only the extension is added,
+    and what spark-submit set (jars, extensions, the Python of driver and workers) is kept.
+
     Examples:
         ```python
         builder = SparkSession.builder.master("local[2]").appName("nightly")
@@ -48,6 +52,9 @@ def configure(builder: SparkSession.Builder,
         for key, value in (conf or {}).items():
             builder.config(key, _conf_value(value))
         return builder
+    submitted = _submitted_conf() if remote is None else None
+    if submitted is not None:
+        return _configure_submitted(builder, conf, submitted)
     jar = jar_path()
     if not os.path.isfile(jar):
         raise FullWindowSetupError(
@@ -72,15 +79,68 @@ def configure(builder: SparkSession.Builder,
             builder.config(key, sys.executable)
     for key, value in (conf or {}).items():
         builder.config(key, _conf_value(value))
-    # recovery enabled without dir or jobId fails here, before a JVM is started
+    _check_recovery(builder, {})
+    return builder
+
+
+def _check_recovery(builder: SparkSession.Builder, submitted: Mapping[str, str]) -> None:
+    """Recovery enabled without dir or jobId, or a job another driver runs, fails here, before
+    a SparkContext is started (settings of the builder first, then spark-submit's)."""
     from fullwindow.recovery.config import settings_from
 
     options = getattr(builder, "_options", {})
-    settings = settings_from(lambda k: options.get(k), "building the fullwindow session")
-    if settings is not None:  # a job another driver runs fails here, before a JVM is started
+    settings = settings_from(lambda k: options.get(k, submitted.get(k)),
+                             "building the fullwindow session")
+    if settings is not None:
         from fullwindow.recovery.lease import check_free
 
         check_free(settings, "building the fullwindow session")
+
+
+def _submitted_conf() -> dict[str, str] | None:
+    """The settings of the JVM that launched this Python process, when one did (spark-submit),
+    else None (a plain ``python`` process, whose JVM pyspark starts later from the builder).
+
+    The signal is the one pyspark itself goes by (``pyspark.java_gateway.launch_gateway``): the
+    JVM that runs a Python application (spark-submit's PythonRunner, and the notebook services
+    built the same way) starts a Py4J gateway and hands its port to the Python process in
+    ``PYSPARK_GATEWAY_PORT``, so pyspark connects to that JVM instead of starting one. Its
+    settings (``--master``, ``--conf``, ``--jars``, ``--name``, spark-defaults.conf) are its
+    ``spark.*`` system properties, which a SparkConf with defaults loaded reads. Neither a JVM
+    left by an earlier session of a plain ``python`` process nor ``spark.master`` being set tells
+    the two apart: pyspark starts its own JVM with the first session's settings as well."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to the running JVM's gateway; starts nothing
+    return dict(SparkConf(loadDefaults=True).getAll())
+
+
+def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
+                         submitted: Mapping[str, str]) -> SparkSession.Builder:
+    """``configure`` under spark-submit: its JVM is running, so the jar must already be on its
+    class path (``--jars``), and what spark-submit set (the Python of the driver and workers,
+    the jars, other extensions) is kept: a builder setting would replace it. Only the extension
+    is added to ``spark.sql.extensions``; ``conf`` is applied last, so it wins."""
+    from pyspark import SparkContext
+
+    from fullwindow._jvm import _facade_class
+
+    try:
+        _facade_class(SparkContext._gateway, SparkContext._jvm)
+    except FullWindowSetupError:
+        raise FullWindowSetupError(
+            "the fullwindow jar is not on the class path of the JVM spark-submit started, and "
+            "a running JVM cannot be given it: pass it with --jars "
+            f"{jar_path()} (the path fullwindow.jar_path() gives)") from None
+    options = getattr(builder, "_options", {})
+    builder.config("spark.sql.extensions", _append_csv(
+        options.get("spark.sql.extensions", submitted.get("spark.sql.extensions")),
+        EXTENSION_CLASS))
+    for key, value in (conf or {}).items():
+        builder.config(key, _conf_value(value))
+    _check_recovery(builder, submitted)
     return builder
 
 
@@ -104,8 +164,9 @@ def _conf_value(value: object) -> str:
 
 
 def session(master: str | None = None, conf: Mapping[str, object] | None = None,
-            app_name: str = "fullwindow", *, remote: str | None = None) -> SparkSession:
-    """A SparkSession with the fullwindow jar and extension (``local[*]`` by default).
+            app_name: str | None = None, *, remote: str | None = None) -> SparkSession:
+    """A SparkSession with the fullwindow jar and extension (``local[*]`` by default; under
+    spark-submit, spark-submit's master).
 
     With ``remote``, a Spark Connect session: ``remote="local[2]"`` starts a local Connect
     server carrying the jar, the extension and fullwindow's relation plugin;
@@ -114,6 +175,11 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     Puts the jar on the driver and executor class paths, registers the extension, makes Python
     workers run this interpreter, and applies ``conf``. An already running session without the
     extension cannot be given it: stop it first.
+
+    In a script run by ``spark-submit``, whose JVM is already running, the session keeps what
+    spark-submit set (``--master``, ``--name``, ``--conf``, the Python settings) unless
+    ``master``, ``app_name`` or ``conf`` say otherwise, and only adds the extension; the jar must
+    come with ``--jars`` (``FullWindowSetupError`` says so when it did not).
 
     Examples:
         ```python
@@ -132,7 +198,8 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
                                                or remote.startswith("sc://")):
             raise TypeError("session: remote must be 'local[N]' or 'sc://host:port'; "
                             f"got {remote!r}")
-        builder = configure(SparkSession.builder.remote(remote).appName(app_name), conf)
+        builder = configure(SparkSession.builder.remote(remote).appName(app_name or "fullwindow"),
+                            conf)
         if not remote.startswith("local"):
             return builder.getOrCreate()
         # a local server takes every setting when it starts; pyspark then tries to set them
@@ -145,7 +212,14 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) to ",
                                     category=UserWarning)
             return builder.getOrCreate()
-    builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    builder = SparkSession.builder
+    if _submitted_conf() is None:  # a plain python process: local unless told otherwise
+        builder = builder.appName(app_name or "fullwindow").master(master or "local[*]")
+    else:  # spark-submit's master and name, unless given here
+        if master is not None:
+            builder = builder.master(master)
+        if app_name is not None:
+            builder = builder.appName(app_name)
     spark = configure(builder, conf).getOrCreate()
     try:
         facade(spark)
