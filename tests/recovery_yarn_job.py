@@ -27,8 +27,8 @@ def main():
             "spark.fullwindow.recovery.dir": recovery_dir,
             "spark.fullwindow.recovery.jobId": job_id,
             "spark.fullwindow.eventStore.flushInterval": "100ms"}
-    # the master (yarn) and deploy mode come from spark-submit: a builder of one's own, not
-    # fullwindow.session() (which defaults to local[*])
+    # the master (yarn) and deploy mode come from spark-submit, which configure() keeps (as
+    # session() does: tests/test_submit.py)
     spark = fullwindow.configure(SparkSession.builder.appName("recovery-yarn-job"),
                                  conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
