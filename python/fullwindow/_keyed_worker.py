@@ -602,7 +602,8 @@ def key_schema(key_fields: list[StructField]) -> StructType:
     from pyspark.sql.types import IntegerType as Int
 
     return StructType([StructField("__side", Int(), False)]
-                      + [StructField(f"__key{i}", f.dataType, True) for i, f in enumerate(key_fields)])
+                      + [StructField(f"__key{i}", f.dataType, True)
+                         for i, f in enumerate(key_fields)])
 
 
 __all__ = ["KeySplitter", "aggregate", "co_group", "co_group_in_arrow", "co_group_in_pandas",
