@@ -192,9 +192,6 @@ def _row_processor():
                 s += r.x
             yield Row(k=key[0], n=n, s=s)
 
-        def close(self) -> None:
-            pass
-
     return CountSumRows
 
 
@@ -215,9 +212,6 @@ def _pandas_processor():
                 n += len(pdf)
                 s += float(pdf["x"].sum())
             yield pd.DataFrame({"k": [key[0]], "n": [n], "s": [s]})
-
-        def close(self) -> None:
-            pass
 
     return CountSumFrames
 
