@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.cases import all_cases
 from benchmarks.registry import Case
-from benchmarks.report import update_results
+from benchmarks.report import judge, rank_natives, update_results
 from benchmarks.tables import (_HEADER, _fmt_bytes, _fmt_ms, _fmt_ratio, _fmt_time,  # noqa: F401
                                _markdown_table, _process_cpu_ratio, _row, _stats, _text_table)
 
@@ -39,6 +39,7 @@ DEFAULT_ROUNDS = 15
 DEFAULT_WARMUP = 2
 CHILD_TIMEOUT_S = 3600
 DEFAULT_QUIET_WAIT_S = 15.0
+DEFAULT_DROP_FACTOR = 3.0
 QUIET_BUSY = 0.25     # "mostly idle": other processes use under a quarter of all CPU time
 
 # Settings every benchmark session gets (a case's spark_conf wins over these).
@@ -77,6 +78,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--spark", metavar="LINE",
                    help="run on that Spark line's venv (.venvs/spark-<line>, made by dev/venvs; "
                         "the default line is .venv); default: the running interpreter's pyspark")
+    p.add_argument("--drop-slower-than", type=float, default=DEFAULT_DROP_FACTOR,
+                   metavar="FACTOR",
+                   help="after the warm-up rounds, stop timing a native form (other than the "
+                        "case's baseline) whose warm-up took over FACTOR times the fastest native "
+                        "form's: it cannot be the fastest; it is named in RESULTS.md with its "
+                        f"warm-up time (default {DEFAULT_DROP_FACTOR:g}; 0 times every form)")
     p.add_argument("--render", action="store_true",
                    help="only regenerate RESULTS.md from results.json (e.g. after editing "
                         "benchmarks/notes/), running nothing")
@@ -93,6 +100,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--rounds must be >= 1 and --warmup >= 0")
     if args.rows is not None and args.rows < 1:
         p.error("--rows must be >= 1")
+    if args.drop_slower_than != 0 and args.drop_slower_than < 1:
+        p.error("--drop-slower-than must be 0 (time every form) or >= 1")
     return args
 
 
@@ -290,6 +299,7 @@ def _run_child(args: argparse.Namespace) -> int:
         except Exception:  # noqa: BLE001
             jvm_pid = -1
         proc_cpu: dict[str, list[dict[str, float]]] = {v: [] for v in names}
+        warm_times: dict[str, list[float]] = {v: [] for v in names}
         for r in range(args.warmup + args.rounds):
             warm = r < args.warmup
             # every variant goes first in turn (two variants: they alternate)
@@ -314,7 +324,9 @@ def _run_child(args: argparse.Namespace) -> int:
                 cpu1 = _proc_tree_cpu(jvm_pid)
                 sc.setJobDescription(None)
                 line.append(f"{variant} {elapsed:.2f} s")
-                if not warm:
+                if warm:
+                    warm_times[variant].append(elapsed)
+                else:
                     times[variant].append(elapsed)
                     tags[variant].append(tag)
                     proc_cpu[variant].append(
@@ -322,10 +334,17 @@ def _run_child(args: argparse.Namespace) -> int:
                          "python_cpu_ms": (cpu1[1] - cpu0[1]) * 1e3} if cpu0 and cpu1 else {})
             _log(f"{case.name}: {'warm-up' if warm else 'round'} {r + 1 - (0 if warm else args.warmup)}"
                  f": {', '.join(line)}")
+            if r == args.warmup - 1 and args.drop_slower_than:
+                for variant, seconds in _too_slow(warm_times, args.drop_slower_than,
+                                                   case.baseline_in_headline).items():
+                    names.remove(variant)
+                    result.setdefault("dropped", {})[variant] = seconds
+                    _log(f"{case.name}: {variant} no longer timed (warm-up {seconds:.1f} s)")
         result["loadavg_end"] = list(os.getloadavg())
         result["order"] = order_log
         result["background_busy"] = background
         result["times"] = times
+        result["warmup_times"] = warm_times
         result["ratios"] = [n / o for o, n in zip(times["ours"], times["native"])]
 
         from benchmarks.metrics import RunMetrics
@@ -351,6 +370,19 @@ def _run_child(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 # the parent: one child per case, then the table and RESULTS.md
 
+def _too_slow(warm_times: dict[str, list[float]], factor: float,
+              baseline_counts: bool) -> dict[str, float]:
+    """The extra native forms (neither ``ours`` nor the baseline ``native``) whose last warm-up
+    run took over ``factor`` times that of the fastest form the headline can be against (the
+    baseline among them only when ``baseline_counts``)."""
+    last = {v: ts[-1] for v, ts in warm_times.items() if ts and v.startswith("native")}
+    rivals = [t for v, t in last.items() if v != "native" or baseline_counts]
+    if not rivals:
+        return {}
+    fastest = min(rivals)
+    return {v: t for v, t in last.items() if v.startswith("native:") and t > factor * fastest}
+
+
 def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
     xs = [r[key] for r in runs if r.get(key) is not None]
     return statistics.median(xs) if xs else None
@@ -371,13 +403,8 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
                                                 "node": case.native_node}}
     res["natives"] = natives
     res["native_name"] = natives["native"]["name"]
-    res["variant_stats"] = {v: _stats(res["times"][v]) for v in natives}
-    contenders = [v for v in natives if v != "native" or case.baseline_in_headline] or ["native"]
-    fastest = min(contenders, key=lambda v: res["variant_stats"][v]["median"])
-    res["fastest_native"] = fastest
-    res["fastest_native_name"] = natives[fastest]["name"]
-    res["best_ratios"] = [n / o for o, n in zip(res["times"]["ours"], res["times"][fastest])]
-    res["best_ratio_stats"] = _stats(res["best_ratios"])
+    res["variant_stats"] = {v: _stats(res["times"][v]) for v in natives if res["times"].get(v)}
+    rank_natives(case, res)
     profile = {}
     for variant in ("ours", *natives):
         runs = res["metrics"].get(variant, [])
@@ -412,11 +439,7 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     elif case.require_spill and not res["quick"]:
         problems.append("spill could not be verified (no metrics)")
     res["problems"] = problems
-    if problems:
-        res["status"] = "INVALID (" + "; ".join(problems) + ")"
-    else:
-        res["status"] = "PASS" if res["best_ratio_stats"]["median"] >= case.bar else "MISS"
-    return res
+    return judge(case, res)
 
 
 def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
@@ -426,6 +449,7 @@ def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks", "--child", case.name, "--child-json", json_path,
            "--rounds", str(args.rounds), "--warmup", str(args.warmup),
            "--quiet-wait", str(args.quiet_wait),
+           "--drop-slower-than", str(args.drop_slower_than),
            "--out-dir", args.out_dir]
     if args.rows is not None:
         cmd += ["--rows", str(args.rows)]
