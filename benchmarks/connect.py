@@ -44,10 +44,10 @@ import time
 from typing import Any
 
 from benchmarks.harness import HERE, _fmt_ratio, _fmt_time, _markdown_table, _stats
+from benchmarks.report import RESULTS_MD
 
 JSON_PATH = os.path.join(HERE, "connect.json")
 NOTES_PATH = os.path.join(HERE, "notes", "connect.md")
-RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 BEGIN = "<!-- connect.py: begin (generated, do not edit) -->"
 END = "<!-- connect.py: end -->"
 PARTITIONS = 4

@@ -26,14 +26,13 @@ from typing import Any
 
 from benchmarks.cases import all_cases
 from benchmarks.registry import Case
-from benchmarks.report import judge, rank_natives, update_results
+from benchmarks.report import RESULTS_MD, judge, rank_natives, update_results
 from benchmarks.tables import (_HEADER, _fmt_bytes, _fmt_ms, _fmt_ratio, _fmt_time,  # noqa: F401
                                _markdown_table, _process_cpu_ratio, _row, _stats, _text_table)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(HERE, "out")
-RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 RESULTS_JSON = os.path.join(HERE, "results.json")
 DEFAULT_ROUNDS = 15
 DEFAULT_WARMUP = 2

@@ -18,6 +18,8 @@ from benchmarks.tables import _HEADER, _fmt_bytes, _fmt_ms, _markdown_table, _ro
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 NOTES_DIR = os.path.join(HERE, "notes")
+LINES_DIR = os.path.join(HERE, "lines")
+RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -57,8 +59,13 @@ def _rejudge(store: dict[str, Any]) -> None:
     cases = all_cases()
     for name, res in store["cases"].items():
         case = cases.get(name)
-        if case is None or res.get("error") or not res.get("variant_stats"):
+        if case is None or res.get("error") or not res.get("times"):
             continue
+        # results from before several native forms were timed have only ``native``
+        res.setdefault("natives", {"native": {"name": res.get("native_name") or "native",
+                                              "node": res.get("native_node")}})
+        res.setdefault("variant_stats", {v: _stats(res["times"][v]) for v in res["natives"]
+                                         if res["times"].get(v)})
         rank_natives(case, res)
         res["bar"] = case.bar
         judge(case, res)
@@ -104,7 +111,7 @@ def update_results(md_path: str, results: list[dict[str, Any]]) -> None:
         json.dump(store, f, indent=1, sort_keys=True)
         f.write("\n")
     with open(md_path, "w") as f:
-        f.write(render(store))
+        f.write(render(store, lines=os.path.abspath(md_path) == RESULTS_MD))
 
 
 def _ordered(store: dict[str, Any]) -> list[dict[str, Any]]:
@@ -168,7 +175,35 @@ _PROFILE_HEADER = ["case", "variant (node)", "wall", "wall IQR", "SQL execution"
                    "peak memory", "spilled (memory)", "spilled (disk)"]
 
 
-def render(store: dict[str, Any]) -> str:
+def _lines_table() -> list[str]:
+    """Each other line's latest result of every case (``benchmarks/lines/spark-<line>/
+    results.json``, judged again by the cases' current definitions), one table."""
+    rows = []
+    for line in sorted(os.listdir(LINES_DIR) if os.path.isdir(LINES_DIR) else []):
+        path = os.path.join(LINES_DIR, line, "results.json")
+        if not os.path.exists(path):
+            continue
+        store = _load(path)
+        _rejudge(store)
+        for r in _ordered(store):
+            m = r.get("machine") or {}
+            row = _row(r)
+            rows.append([m.get("spark") or line, *row[:4], row[6], row[7], row[8],
+                         f"{r.get('warmup', '?')} + {r.get('rounds', '?')}",
+                         f"{r.get('date', '?')}, commit {m.get('commit') or '?'}"])
+    if not rows:
+        return []
+    header = ["Spark", "case", "rows", "ratio to the fastest native median [min–max] (IQR)",
+              "fastest native", "ratio to the baseline native (name) median", "bar", "result",
+              "warm-up + timed rounds", "run"]
+    return ["**Every line's latest figures** (generated from `benchmarks/lines/spark-<line>/"
+            "results.json`; each line's full tables, commands and profiles are in its "
+            "`RESULTS.md` there)", "", _markdown_table(header, rows), ""]
+
+
+def render(store: dict[str, Any], lines: bool = False) -> str:
+    """RESULTS.md from ``store``; with ``lines``, the lines section also gets the table of
+    every other line's figures."""
     results = _ordered(store)
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
@@ -263,4 +298,6 @@ def render(store: dict[str, Any]) -> str:
     for name in standalone:
         with open(os.path.join(NOTES_DIR, f"{name}.md")) as f:
             out += [f"## {name}", "", f.read().strip(), ""]
+        if name == "lines" and lines:
+            out += _lines_table()
     return "\n".join(out).rstrip() + "\n"

@@ -72,7 +72,7 @@ register(Case(
     description="sortPartition('k') vs sortWithinPartitions('k'); k a random long, plus a long "
                 "payload; input read from Parquet, noop sink",
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
-    bar=1.0, rows=10_000_000, partitions=4,
+    bar=0.95, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
     ours_node="FullWindowSortPartition", native_node="Sort",
     settings={"columns": "k: random long, v: long", "keys": "k ASC"},
@@ -84,7 +84,7 @@ register(Case(
     description="sortPartition([('k1', ASC), ('k2', DESC)]) vs sortWithinPartitions(k1.asc(), "
                 "k2.desc()); k1 has 1000 distinct values so k2 decides most comparisons",
     setup=_setup_two_keys, ours=_ours_two_keys, native=_native_two_keys,
-    bar=1.0, rows=10_000_000, partitions=4,
+    bar=2.0, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
     ours_node="FullWindowSortPartition", native_node="Sort",
     settings={"columns": "k1: long in [0, 1000), k2: random long, v: long",
@@ -97,7 +97,7 @@ register(Case(
     description="sort_one_key on data 3x the execution memory (1 GiB driver, memory.fraction "
                 "0.1): both variants must spill",
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
-    bar=1.0, rows=_SPILL_ROWS, partitions=2,
+    bar=0.95, rows=_SPILL_ROWS, partitions=2,
     spark_conf=_SPILL_CONF,
     ours_node="FullWindowSortPartition", native_node="Sort",
     require_spill=True, bar_note="completes, spills in both",
