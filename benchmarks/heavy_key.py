@@ -49,6 +49,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -144,8 +145,19 @@ def _generate(out_dir: str, rows: int, payload: int = 0) -> None:
         spark.stop()
 
 
+def _extra_conf(items: list[str] | None) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options: settings added to every run of the invocation."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--conf takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
 def _child(args: argparse.Namespace) -> int:
-    conf = SETTINGS[args.setting]
+    conf = {**SETTINGS[args.setting], **_extra_conf(args.conf)}
     out: dict[str, Any] = {"variant": args.child, "setting": args.setting, "conf": conf}
     with child_result(args.child_json, out) as child:
         spark = child["spark"] = _session(args.out_dir, conf, f"{args.child}, {args.setting}")
@@ -224,6 +236,16 @@ def _child(args: argparse.Namespace) -> int:
             out["total_n"] = sum(n(r) for r in rows)
             if args.payload and 0 in by_key:  # the heavy key's payload as the functions read it
                 out["heavy_key_payload_chars"] = by_key[0].bl + by_key[0].br
+            # key 0 holds the even ids: on both sides for coGroup, once for the keyed variants
+            heavy = (args.rows + 1) // 2 * (2 if "cogroup" in args.child else 1)
+            checks = [("heavy key's n", out["heavy_key_n"], heavy)]
+            if args.payload:
+                checks.append(("heavy key's payload characters",
+                               out.get("heavy_key_payload_chars"), heavy * args.payload))
+            wrong = [f"{name} {got} (expected {want})" for name, got, want in checks
+                     if got != want]
+            if wrong:
+                out["status"] = "wrong result: " + "; ".join(wrong)
         try:
             from benchmarks.metrics import RunMetrics
             rm = RunMetrics(spark)
@@ -271,7 +293,7 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
     rows, payload = _shape(args, variant)
     cmd = [sys.executable, "-m", "benchmarks.heavy_key", "--child", variant, "--setting", setting,
            "--child-json", json_path, "--rows", str(rows), "--payload", str(payload),
-           "--out-dir", args.out_dir]
+           "--out-dir", args.out_dir, *(f"--conf={c}" for c in args.conf or [])]
     _log(f"{variant}, {setting}: starting ({rows:,} rows"
          + (f" with a {payload}-character payload" if payload else "")
          + f", timeout {args.timeout:.0f} s)")
@@ -305,7 +327,8 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
             os.remove(json_path)
         except OSError:
             pass
-    res.update({"variant": variant, "setting": setting, "conf": SETTINGS[setting],
+    res.update({"variant": variant, "setting": setting,
+                "conf": {**SETTINGS[setting], **_extra_conf(args.conf)},
                 "rows": rows, "payload_chars": payload,
                 "heavy_side_arrow_bytes": heavy_side_arrow_bytes(rows, payload),
                 "process_s": elapsed, "exit_code": proc.returncode,
@@ -328,6 +351,7 @@ def _error_summary(res: dict[str, Any]) -> str:
             "Killed", "exit code", "exited", "PythonException", "Exception:", "Error:")
     picked = [ln for ln in lines if any(k in ln for k in keys)]
     text = (picked or lines or [""])[0]
+    text = re.sub(r"(\w{16})\w{24,}", "\\1…", text)  # a long value the message quotes
     return text.replace("|", "\\|")[:240]
 
 
@@ -435,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated, of: {', '.join(SETTINGS)}")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: "
                    f"{', '.join(VARIANTS)}")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="a Spark setting added to every run (repeatable; kept in the record)")
     p.add_argument("--out-dir", default=DEFAULT_OUT)
     p.add_argument("--no-record", action="store_true",
                    help="print only; do not write heavy_key.json and notes/keyed.md")
