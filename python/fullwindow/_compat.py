@@ -519,3 +519,15 @@ def connect_server_conf(jar: str) -> dict:
             return {}
         artifact = z.read("fullwindow/connect-server").decode().strip()
     return {"spark.jars.packages": artifact}
+
+
+def submitted_api_mode_connect(submitted: dict) -> bool:
+    """Whether spark-submit's settings ask for Spark Connect with ``spark.api.mode=connect``
+    (4.0+, whose pyspark reads the mode: ``pyspark.util.default_api_mode``). spark-submit then
+    starts the script's JVM with a Connect client's class path, without the classic session
+    classes or a Connect server. 3.5 has no API mode and ignores the setting."""
+    try:
+        from pyspark.util import default_api_mode  # noqa: F401  (4.0+)
+    except ImportError:
+        return False
+    return str(submitted.get("spark.api.mode", "")).strip().lower() == "connect"
