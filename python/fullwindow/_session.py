@@ -140,7 +140,7 @@ def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, objec
 
     from fullwindow._jvm import _facade_class
 
-    if submitted_api_mode_connect(submitted):
+    if submitted_api_mode_connect(submitted, SparkContext._jvm):
         raise FullWindowSetupError(
             "spark-submit ran this script with spark.api.mode=connect, which starts its JVM as a "
             "Spark Connect client: neither a classic session nor a Spark Connect server with "
