@@ -8,7 +8,7 @@ limit), where ``applyInPandas`` does not. That is an outcome, not a ratio, and
 the harness (``python -m benchmarks``) aborts a case whose native variant fails, so this script
 runs it on its own:
 
-    .venv/bin/python -m benchmarks.heavy_key                 # 20 M rows, both settings
+    .venv/bin/python -m benchmarks.heavy_key                 # every variant, both settings
     .venv/bin/python -m benchmarks.heavy_key --rows 2000000 --timeout 300 --no-record
 
 Each variant runs once, in its own child process (its own Spark JVM, ``local[2]``,
