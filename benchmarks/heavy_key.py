@@ -8,7 +8,7 @@ limit), where ``applyInPandas`` does not. That is an outcome, not a ratio, and
 the harness (``python -m benchmarks``) aborts a case whose native variant fails, so this script
 runs it on its own:
 
-    .venv/bin/python -m benchmarks.heavy_key                 # 20 M rows, both settings
+    .venv/bin/python -m benchmarks.heavy_key                 # every variant, both settings
     .venv/bin/python -m benchmarks.heavy_key --rows 2000000 --timeout 300 --no-record
 
 Each variant runs once, in its own child process (its own Spark JVM, ``local[2]``,
@@ -25,9 +25,23 @@ it passes ``--timeout``. Two settings are run:
 - ``driver 1 GiB + Python 1 GiB``: also ``spark.executor.pyspark.memory=1g``, Spark's own
   bound on each Python worker (an address-space limit, RLIMIT_AS, set by the worker).
 
+The coGroup variants have wide twins (``cogroup_wide``, ``cogroup_pandas_wide``,
+``cogroup_arrow_wide``, ``native_cogroup_arrow_wide``): the same shape on records that also carry
+a string payload ``p`` of ``--payload`` characters (640 by default), on ``--wide-rows`` records
+(4,000,000 by default, so 2,000,000 a side under key 0: about 1.24 GiB a side as one Arrow
+table, more than the 1 GiB Python limit), and per key and side the payload's length is summed
+as well. The narrow records (k, v, x: 24 bytes) of the same key fit in 1 GiB even as two whole
+tables, so only the wide twins show what a whole-group form cannot hold:
+
+    .venv/bin/python -m benchmarks.heavy_key --timeout 300 \
+        --settings 'driver 1 GiB + Python 1 GiB' \
+        --variants cogroup_wide,cogroup_pandas_wide,cogroup_arrow_wide,native_cogroup_arrow_wide
+
 Each run's outcome (completed / failed with its error / timed out), wall time, the heavy key's
 count as the job returned it, spill and peak memory go to ``benchmarks/heavy_key.json`` and to
-the marked section of ``benchmarks/notes/keyed.md`` (then RESULTS.md is rendered again).
+the marked section of ``benchmarks/notes/keyed.md`` (then RESULTS.md is rendered again). A run
+replaces the recorded run of the same variant and setting; the others stay, each with the
+command that made it.
 """
 from __future__ import annotations
 
@@ -35,6 +49,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -53,6 +68,8 @@ BEGIN = "<!-- heavy_key.py: begin (generated, do not edit) -->"
 END = "<!-- heavy_key.py: end -->"
 OTHER_KEYS = 10_000
 PARTITIONS = 4
+WIDE_ROWS = 4_000_000
+PAYLOAD_CHARS = 640
 SETTINGS = {
     "driver 1 GiB": {"spark.driver.memory": "1g"},
     "driver 1 GiB + Python 1 GiB": {"spark.driver.memory": "1g",
@@ -65,15 +82,33 @@ VARIANTS = {"ours": "fullwindow keyed mapPartition",
             "cogroup": "fullwindow coGroup apply (rows)",
             "cogroup_pandas": "fullwindow coGroup applyInPandas",
             "cogroup_arrow": "fullwindow coGroup applyInArrow",
-            "native_cogroup_arrow": "cogroup().applyInArrow"}
+            "native_cogroup_arrow": "cogroup().applyInArrow",
+            "cogroup_wide": "fullwindow coGroup apply (rows), wide records",
+            "cogroup_pandas_wide": "fullwindow coGroup applyInPandas, wide records",
+            "cogroup_arrow_wide": "fullwindow coGroup applyInArrow, wide records",
+            "native_cogroup_arrow_wide": "cogroup().applyInArrow, wide records"}
+WIDE_SUFFIX = "_wide"
+
+
+def _is_wide(variant: str) -> bool:
+    return variant.endswith(WIDE_SUFFIX)
+
+
+def heavy_side_arrow_bytes(rows: int, payload: int) -> int:
+    """The Arrow data of key 0's records on one side (``rows // 2`` of them): k, v and x, 8
+    bytes each, and for a payload its characters (ASCII, one byte each) and a 4-byte offset
+    (validity bitmaps, 1 bit a column, left out)."""
+    return (rows // 2) * (24 + (payload + 4 if payload else 0))
 
 
 def _log(msg: str) -> None:
     print(f"[heavy_key] {msg}", file=sys.stderr, flush=True)
 
 
-def _input_path(out_dir: str, rows: int) -> str:
-    return os.path.join(os.path.abspath(out_dir), "data", f"heavy-key-r{rows}-p{PARTITIONS}")
+def _input_path(out_dir: str, rows: int, payload: int = 0) -> str:
+    wide = f"-w{payload}" if payload else ""
+    return os.path.join(os.path.abspath(out_dir), "data",
+                        f"heavy-key-r{rows}-p{PARTITIONS}{wide}")
 
 
 # ---- child: one variant in one Spark session ---------------------------------------------------
@@ -89,9 +124,9 @@ def _session(out_dir: str, conf: dict[str, str], name: str):
     return spark
 
 
-def _generate(out_dir: str, rows: int) -> None:
+def _generate(out_dir: str, rows: int, payload: int = 0) -> None:
     from pyspark.sql import functions as F
-    path = _input_path(out_dir, rows)
+    path = _input_path(out_dir, rows, payload)
     if os.path.exists(os.path.join(path, "_SUCCESS")):
         return
     spark = _session(out_dir, {"spark.driver.memory": "2g"}, "input")
@@ -99,16 +134,30 @@ def _generate(out_dir: str, rows: int) -> None:
         seed = 42
         k = F.when(F.col("id") % 2 == 0, F.lit(0)).otherwise(
             F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(OTHER_KEYS)) + 1)
-        (spark.range(0, rows, 1, numPartitions=PARTITIONS)
-         .select(k.cast("long").alias("k"), F.xxhash64(F.col("id"), F.lit(seed + 1)).alias("v"),
-                 (F.col("id") % 1000).cast("double").alias("x"))
+        columns = [k.cast("long").alias("k"), F.xxhash64(F.col("id"), F.lit(seed + 1)).alias("v"),
+                   (F.col("id") % 1000).cast("double").alias("x")]
+        if payload:  # ASCII, different in every record: the id's SHA-256 in hex, repeated
+            hexed = F.sha2(F.col("id").cast("string"), 256)
+            columns.append(F.substring(F.repeat(hexed, -(-payload // 64)), 1, payload).alias("p"))
+        (spark.range(0, rows, 1, numPartitions=PARTITIONS).select(*columns)
          .write.mode("overwrite").parquet(path))
     finally:
         spark.stop()
 
 
+def _extra_conf(items: list[str] | None) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options: settings added to every run of the invocation."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--conf takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
 def _child(args: argparse.Namespace) -> int:
-    conf = SETTINGS[args.setting]
+    conf = {**SETTINGS[args.setting], **_extra_conf(args.conf)}
     out: dict[str, Any] = {"variant": args.child, "setting": args.setting, "conf": conf}
     with child_result(args.child_json, out) as child:
         spark = child["spark"] = _session(args.out_dir, conf, f"{args.child}, {args.setting}")
@@ -118,13 +167,30 @@ def _child(args: argparse.Namespace) -> int:
         from benchmarks.cases.keyed import count_sum, count_sum_frames, count_sum_pd
         from benchmarks.cases.keyed import (cogroup_count_sum, cogroup_count_sum_batches,
                                             cogroup_count_sum_frames)
-        from benchmarks.natives import COGROUP_SCHEMA, cogroup_tables
+        from benchmarks.cases.keyed import (cogroup_count_sum_batches_wide,
+                                            cogroup_count_sum_frames_wide, cogroup_count_sum_wide)
+        from benchmarks.natives import (COGROUP_SCHEMA, WIDE_COGROUP_SCHEMA, cogroup_tables,
+                                        cogroup_tables_wide)
         from fullwindow import EndOfStreamWindows
-        df = spark.read.parquet(_input_path(args.out_dir, args.rows))
+        path = _input_path(args.out_dir, args.rows, args.payload)
+        df = spark.read.parquet(path)
         # coGroup: the same records on both sides (key 0 holds half of each)
-        window = (df.keyBy("k").coGroup(spark.read.parquet(_input_path(args.out_dir, args.rows))
-                                        .keyBy("k")).window(EndOfStreamWindows.get()))
-        if args.child == "cogroup":
+        window = (df.keyBy("k").coGroup(spark.read.parquet(path).keyBy("k"))
+                  .window(EndOfStreamWindows.get()))
+        if args.child == "cogroup_wide":
+            result = window.apply(cogroup_count_sum_wide, WIDE_COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "cogroup_pandas_wide":
+            result = window.applyInPandas(cogroup_count_sum_frames_wide, WIDE_COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "cogroup_arrow_wide":
+            result = window.applyInArrow(cogroup_count_sum_batches_wide, WIDE_COGROUP_SCHEMA)
+            node = "FullWindowCoGroup"
+        elif args.child == "native_cogroup_arrow_wide":
+            result = df.groupBy("k").cogroup(spark.read.parquet(path).groupBy("k")).applyInArrow(
+                cogroup_tables_wide, WIDE_COGROUP_SCHEMA)
+            node = "FlatMapCoGroupsInArrow"
+        elif args.child == "cogroup":
             result = window.apply(cogroup_count_sum, COGROUP_SCHEMA)
             node = "FullWindowCoGroup"
         elif args.child == "cogroup_pandas":
@@ -134,9 +200,8 @@ def _child(args: argparse.Namespace) -> int:
             result = window.applyInArrow(cogroup_count_sum_batches, COGROUP_SCHEMA)
             node = "FullWindowCoGroup"
         elif args.child == "native_cogroup_arrow":
-            result = df.groupBy("k").cogroup(spark.read.parquet(
-                _input_path(args.out_dir, args.rows)).groupBy("k")).applyInArrow(
-                    cogroup_tables, COGROUP_SCHEMA)
+            result = df.groupBy("k").cogroup(spark.read.parquet(path).groupBy("k")).applyInArrow(
+                cogroup_tables, COGROUP_SCHEMA)
             node = "FlatMapCoGroupsInArrow"
         elif args.child == "ours":
             result = df.keyBy("k").fullWindowPartition().mapPartition(count_sum, SCHEMA)
@@ -169,6 +234,18 @@ def _child(args: argparse.Namespace) -> int:
             out["output_rows"] = len(rows)
             out["heavy_key_n"] = n(by_key[0]) if 0 in by_key else None
             out["total_n"] = sum(n(r) for r in rows)
+            if args.payload and 0 in by_key:  # the heavy key's payload as the functions read it
+                out["heavy_key_payload_chars"] = by_key[0].bl + by_key[0].br
+            # key 0 holds the even ids: on both sides for coGroup, once for the keyed variants
+            heavy = (args.rows + 1) // 2 * (2 if "cogroup" in args.child else 1)
+            checks = [("heavy key's n", out["heavy_key_n"], heavy)]
+            if args.payload:
+                checks.append(("heavy key's payload characters",
+                               out.get("heavy_key_payload_chars"), heavy * args.payload))
+            wrong = [f"{name} {got} (expected {want})" for name, got, want in checks
+                     if got != want]
+            if wrong:
+                out["status"] = "wrong result: " + "; ".join(wrong)
         try:
             from benchmarks.metrics import RunMetrics
             rm = RunMetrics(spark)
@@ -213,9 +290,13 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
     fd, json_path = tempfile.mkstemp(prefix=f"heavy-{variant}-", suffix=".json",
                                      dir=args.out_dir)
     os.close(fd)
+    rows, payload = _shape(args, variant)
     cmd = [sys.executable, "-m", "benchmarks.heavy_key", "--child", variant, "--setting", setting,
-           "--child-json", json_path, "--rows", str(args.rows), "--out-dir", args.out_dir]
-    _log(f"{variant}, {setting}: starting ({args.rows:,} rows, timeout {args.timeout:.0f} s)")
+           "--child-json", json_path, "--rows", str(rows), "--payload", str(payload),
+           "--out-dir", args.out_dir, *(f"--conf={c}" for c in args.conf or [])]
+    _log(f"{variant}, {setting}: starting ({rows:,} rows"
+         + (f" with a {payload}-character payload" if payload else "")
+         + f", timeout {args.timeout:.0f} s)")
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
     peak_jvm = peak_py = peak_py_one = 0
@@ -246,7 +327,10 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
             os.remove(json_path)
         except OSError:
             pass
-    res.update({"variant": variant, "setting": setting, "conf": SETTINGS[setting],
+    res.update({"variant": variant, "setting": setting,
+                "conf": {**SETTINGS[setting], **_extra_conf(args.conf)},
+                "rows": rows, "payload_chars": payload,
+                "heavy_side_arrow_bytes": heavy_side_arrow_bytes(rows, payload),
                 "process_s": elapsed, "exit_code": proc.returncode,
                 "peak_jvm_rss_bytes": peak_jvm, "peak_python_rss_bytes": peak_py,
                 "peak_python_worker_rss_bytes": peak_py_one})
@@ -267,15 +351,30 @@ def _error_summary(res: dict[str, Any]) -> str:
             "Killed", "exit code", "exited", "PythonException", "Exception:", "Error:")
     picked = [ln for ln in lines if any(k in ln for k in keys)]
     text = (picked or lines or [""])[0]
+    text = re.sub(r"(\w{16})\w{24,}", "\\1…", text)  # a long value the message quotes
     return text.replace("|", "\\|")[:240]
 
 
-def _markdown(record: dict[str, Any]) -> str:
+def _shape(args: argparse.Namespace, variant: str) -> tuple[int, int]:
+    """(records, payload characters) of a variant's input: the wide twins read the wide one."""
+    return (args.wide_rows, args.payload) if _is_wide(variant) else (args.rows, 0)
+
+
+def _input_text(rows: int, payload: int) -> str:
+    if not payload:
+        return (f"{rows:,} records (k, v, x: 24 bytes), key 0 holds {rows // 2:,} "
+                f"({_fmt_bytes(heavy_side_arrow_bytes(rows, 0))} a side as Arrow data)")
+    return (f"{rows:,} wide records (k, v, x and a {payload}-character string p), key 0 holds "
+            f"{rows // 2:,}: {_fmt_bytes(heavy_side_arrow_bytes(rows, payload))} a side as one "
+            "Arrow table")
+
+
+def _table(runs: list[dict[str, Any]]) -> list[str]:
     header = ["setting", "variant", "outcome", "job wall time", "heavy key's n",
               "peak RSS JVM", "peak RSS Python workers (sum / largest)", "spilled (memory / disk)",
               "error"]
     rows = []
-    for r in record["runs"]:
+    for r in runs:
         m = r.get("metrics") or {}
         rows.append([
             r["setting"], VARIANTS.get(r["variant"], r["variant"]),
@@ -288,39 +387,80 @@ def _markdown(record: dict[str, Any]) -> str:
             f"{_fmt_bytes(m.get('disk_bytes_spilled'))}" if m else "?",
             _error_summary(r) if r["status"] != "completed" else ""])
     table = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    table += ["| " + " | ".join(row) + " |" for row in rows]
-    machine = next((r.get("machine") for r in record["runs"] if r.get("machine")), {}) or {}
-    return "\n".join([
-        BEGIN,
-        f"**One key holding half the rows, 1 GiB** (`{record['command']}`, {record['date']}; "
-        f"{record['rows']:,} rows in {PARTITIONS} Parquet files, key 0 holds "
-        f"{record['rows'] // 2:,}, the rest spread over {OTHER_KEYS:,} keys; `local[2]`; per key "
-        f"count and sum of x, as in the keyed cases; each run once, in its own JVM; timeout "
-        f"{record['timeout_s']:.0f} s; {machine.get('cores', '?')} cores, "
-        f"{machine.get('memory_gib', '?')} GiB RAM, commit {machine.get('commit', '?')})",
-        "",
-        *table,
-        "",
-        END,
-    ])
+    return table + ["| " + " | ".join(row) + " |" for row in rows]
 
 
-def _record(record: dict[str, Any]) -> None:
+def _markdown(record: dict[str, Any]) -> str:
+    """One table per command that made some of ``record``'s runs (oldest first)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in record["runs"]:
+        groups.setdefault((r["command"], r["date"]), []).append(r)
+    parts = [BEGIN,
+             "**One key holding half the rows, 1 GiB**: each run once, in its own JVM, "
+             f"`local[2]`; the same records on both coGroup sides, in {PARTITIONS} Parquet files, "
+             f"half of them under key 0 and the rest spread over {OTHER_KEYS:,} keys; per key "
+             "count and sum of x, as in the keyed cases (wide records: also the summed length of "
+             "p, per side). A run replaces the recorded one of its variant and setting.", ""]
+    for (command, date), runs in groups.items():
+        machine = next((r.get("machine") for r in runs if r.get("machine")), {}) or {}
+        shapes = sorted({(r["rows"], r.get("payload_chars") or 0) for r in runs},
+                        key=lambda t: t[1])
+        parts += [f"`{command}` ({date}; " + "; ".join(_input_text(*t) for t in shapes)
+                  + f"; timeout {runs[0]['timeout_s']:.0f} s; {machine.get('cores', '?')} cores, "
+                  f"{machine.get('memory_gib', '?')} GiB RAM, commit {machine.get('commit', '?')})",
+                  "", *_table(runs), ""]
+    return "\n".join(parts + [END])
+
+
+def _stamped(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of a stored record, each carrying the command, date, timeout and input size it
+    ran with (a record written before runs carried them has them once, for all)."""
+    runs = []
+    for r in record.get("runs", []):
+        r = dict(r)
+        for key in ("command", "date", "timeout_s", "rows"):
+            r.setdefault(key, record.get(key))
+        r.setdefault("payload_chars", 0)
+        runs.append(r)
+    return runs
+
+
+def merged(previous: dict[str, Any] | None, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stored record with ``runs`` in place of the earlier runs of the same variant and
+    setting; the other earlier runs stay, in their order, before the new ones."""
+    new = {(r["variant"], r["setting"]) for r in runs}
+    kept = [r for r in _stamped(previous or {}) if (r["variant"], r["setting"]) not in new]
+    return {"runs": kept + list(runs)}
+
+
+def _record(runs: list[dict[str, Any]]) -> None:
     from benchmarks.harness import RESULTS_MD
     from benchmarks.report import record_standalone
 
+    try:
+        with open(JSON_PATH) as f:
+            previous = json.load(f)
+    except (OSError, ValueError):
+        previous = None
+    record = merged(previous, runs)
     record_standalone(JSON_PATH, record, NOTES_PATH, BEGIN, END, _markdown(record), RESULTS_MD)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.heavy_key", description=__doc__.split(
         "\n\n")[0])
-    p.add_argument("--rows", type=int, default=20_000_000)
+    p.add_argument("--rows", type=int, default=20_000_000, help="records of the narrow input")
+    p.add_argument("--wide-rows", type=int, default=WIDE_ROWS,
+                   help="records of the wide input (the *_wide variants)")
+    p.add_argument("--payload", type=int, default=PAYLOAD_CHARS,
+                   help="characters of the wide records' string payload")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per variant")
     p.add_argument("--settings", default=",".join(SETTINGS),
                    help=f"comma-separated, of: {', '.join(SETTINGS)}")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: "
                    f"{', '.join(VARIANTS)}")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="a Spark setting added to every run (repeatable; kept in the record)")
     p.add_argument("--out-dir", default=DEFAULT_OUT)
     p.add_argument("--no-record", action="store_true",
                    help="print only; do not write heavy_key.json and notes/keyed.md")
@@ -332,28 +472,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return _child(args)
     if args.generate:
-        _generate(args.out_dir, args.rows)
+        _generate(args.out_dir, args.rows, args.payload)
         return 0
+    settings = [s.strip() for s in args.settings.split(",") if s.strip()]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    for setting in settings:
+        if setting not in SETTINGS:
+            p.error(f"unknown setting {setting!r}; known: {', '.join(SETTINGS)}")
+    for variant in variants:
+        if variant not in VARIANTS:
+            p.error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    if any(_is_wide(v) for v in variants) and args.payload < 1:
+        p.error("--payload must be at least 1 character for the wide variants")
     os.makedirs(args.out_dir, exist_ok=True)
     rest = sys.argv[1:] if argv is None else list(argv)
     command = " ".join([".venv/bin/python -m benchmarks.heavy_key", shlex.join(rest)]).strip()
-    _log(f"input: {args.rows:,} rows")
-    subprocess.run([sys.executable, "-m", "benchmarks.heavy_key", "--generate", "--rows",
-                    str(args.rows), "--out-dir", args.out_dir], cwd=ROOT, check=True)
-    runs = []
-    for setting in [s.strip() for s in args.settings.split(",") if s.strip()]:
-        if setting not in SETTINGS:
-            p.error(f"unknown setting {setting!r}; known: {', '.join(SETTINGS)}")
-        for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
-            if variant not in VARIANTS:
-                p.error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-            runs.append(_run_variant(args, variant, setting))
-    record = {"command": command, "rows": args.rows, "timeout_s": args.timeout,
-              "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "runs": runs}
-    print(_markdown(record))
+    for rows, payload in sorted({_shape(args, v) for v in variants}):
+        _log(f"input: {_input_text(rows, payload)}")
+        subprocess.run([sys.executable, "-m", "benchmarks.heavy_key", "--generate", "--rows",
+                        str(rows), "--payload", str(payload), "--out-dir", args.out_dir],
+                       cwd=ROOT, check=True)
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    runs = [{**_run_variant(args, variant, setting), "command": command, "date": date,
+             "timeout_s": args.timeout} for setting in settings for variant in variants]
+    print(_markdown({"runs": runs}))
     if not args.no_record:
-        _record(record)
+        _record(runs)
         _log(f"recorded in {os.path.relpath(JSON_PATH, ROOT)} and "
              f"{os.path.relpath(NOTES_PATH, ROOT)}")
     return 0

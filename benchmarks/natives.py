@@ -280,6 +280,30 @@ def cogroup_tables(key, left, right):
          "sr": [pc.sum(right.column("x")).as_py() or 0.0]}, schema=_COGROUP_ARROW)
 
 
+# the wide coGroup shape (benchmarks/heavy_key.py's *_wide variants): each record also carries
+# a string payload p, and per key and side the payload's total length is summed as well, so the
+# payload is really read, not only shipped
+
+WIDE_COGROUP_SCHEMA = "k long, nl long, sl double, bl long, nr long, sr double, br long"
+WIDE_COGROUP_ARROW = pa.schema([("k", pa.int64()), ("nl", pa.int64()), ("sl", pa.float64()),
+                                ("bl", pa.int64()), ("nr", pa.int64()), ("sr", pa.float64()),
+                                ("br", pa.int64())])
+
+
+def payload_length(column) -> int:
+    """The summed length (UTF-8 bytes; the payload is ASCII) of an Arrow string column."""
+    return pc.sum(pc.binary_length(column)).as_py() or 0
+
+
+def cogroup_tables_wide(key, left, right):
+    """cogroup().applyInArrow, wide records: the key's two sides as whole Arrow Tables."""
+    return pa.Table.from_pydict(
+        {"k": [key[0].as_py()], "nl": [left.num_rows],
+         "sl": [pc.sum(left.column("x")).as_py() or 0.0], "bl": [payload_length(left.column("p"))],
+         "nr": [right.num_rows], "sr": [pc.sum(right.column("x")).as_py() or 0.0],
+         "br": [payload_length(right.column("p"))]}, schema=WIDE_COGROUP_ARROW)
+
+
 def cogroup_natives() -> list[Native]:
     """Besides cogroup().applyInPandas (the cases' baseline): cogroup().applyInArrow."""
     from pyspark.sql.pandas.group_ops import PandasCogroupedOps

@@ -148,3 +148,77 @@ def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = json.loads(store_path.read_text())["cases"]["keyed_map_partition_in_arrow_few_keys"]
     assert again["status"] in ("PASS", "MISS")
+
+
+def test_heavy_key_wide_functions_read_the_payload():
+    """benchmarks/heavy_key.py's wide coGroup variants: each form's function counts, sums x and
+    sums the payload's length per side, alike in every form (no Spark: the functions on the
+    values each form hands them)."""
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql import Row
+
+    from benchmarks.cases.keyed import (cogroup_count_sum_batches_wide,
+                                        cogroup_count_sum_frames_wide, cogroup_count_sum_wide)
+    from benchmarks.natives import cogroup_tables_wide
+
+    left = [Row(k=7, v=i, x=float(i), p="a" * (i + 1)) for i in range(5)]
+    right = [Row(k=7, v=i, x=0.5, p="bc" * i) for i in range(3)]
+    want = (7, 5, 10.0, 15, 3, 1.5, 6)
+
+    def table(rows):
+        return pa.Table.from_pylist([r.asDict() for r in rows])
+
+    assert list(cogroup_count_sum_wide(7, iter(left), iter(right))) == [want]
+    def frame(rows):
+        return pd.DataFrame([r.asDict() for r in rows])
+
+    frames = next(cogroup_count_sum_frames_wide(
+        7, iter([frame(left[:2]), frame(left[2:])]), iter([frame(right)])))
+    assert tuple(frames.iloc[0]) == want
+    batches = next(cogroup_count_sum_batches_wide(
+        7, iter(table(left).to_batches(max_chunksize=2)), iter(table(right).to_batches())))
+    assert tuple(batches.to_pylist()[0].values()) == want
+    native = cogroup_tables_wide((pa.scalar(7),), table(left), table(right))
+    assert tuple(native.to_pylist()[0].values()) == want
+
+
+def test_heavy_key_keeps_the_runs_it_did_not_redo():
+    """A heavy_key.py run replaces the recorded runs of its variants and settings only; runs
+    recorded before runs carried their own command get the record's."""
+    from benchmarks import heavy_key
+
+    old = {"command": "old", "date": "d0", "rows": 20, "timeout_s": 9.0,
+           "runs": [{"variant": "cogroup", "setting": "s", "status": "completed"},
+                    {"variant": "native_cogroup_arrow", "setting": "s", "status": "completed"}]}
+    new = [{"variant": "native_cogroup_arrow", "setting": "s", "status": "failed",
+            "command": "new", "date": "d1", "rows": 4, "payload_chars": 8, "timeout_s": 5.0}]
+    runs = heavy_key.merged(old, new)["runs"]
+    assert [(r["variant"], r["command"], r["status"]) for r in runs] == [
+        ("cogroup", "old", "completed"), ("native_cogroup_arrow", "new", "failed")]
+    assert runs[0]["rows"] == 20 and runs[0]["payload_chars"] == 0
+    text = heavy_key._markdown({"runs": runs})
+    assert text.count("| setting | variant |") == 2 and "`old` (d0; 20 records" in text
+    assert "`new` (d1; 4 wide records (k, v, x and a 8-character string p)" in text
+
+
+def test_heavy_key_wide_variants_run(tmp_path):
+    """The wide coGroup variants at a tiny size, as users run the script: ours (pandas form)
+    and cogroup().applyInArrow both complete (nothing near 1 GiB here) and read every record's
+    payload."""
+    rows, payload = 2_000, 40
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.heavy_key", "--wide-rows", str(rows), "--payload",
+         str(payload), "--timeout", "240", "--settings", "driver 1 GiB + Python 1 GiB",
+         "--variants", "cogroup_pandas_wide,native_cogroup_arrow_wide",
+         "--out-dir", str(tmp_path / "out"), "--no-record"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| driver 1 GiB")]
+    assert len(table) == 2, proc.stdout
+    for line, name in zip(table, ("fullwindow coGroup applyInPandas, wide records",
+                                  "cogroup().applyInArrow, wide records")):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1:3] == [name, "completed"], line
+        assert cells[4] == f"{rows:,}", line   # key 0: half the records, on both sides
+    assert f"{rows:,} wide records (k, v, x and a {payload}-character string p)" in proc.stdout

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pyspark
+import pyspark.util
 import pytest
 
 import fullwindow
@@ -94,3 +95,23 @@ def test_plain_python_gets_local_mode_on_all_cores():
     assert got["spark.sql.extensions"] == "fullwindow.sql.FullWindowExtensions", got
     assert got["spark.pyspark.python"] == sys.executable, got
     assert result(r.stdout) == EXPECTED
+
+
+@pytest.mark.skipif(not hasattr(pyspark.util, "default_api_mode"),
+                    reason="spark.api.mode is 4.0+; 3.5 ignores it")
+def test_spark_submit_in_connect_api_mode_is_told_what_to_do():
+    """``--conf spark.api.mode=connect`` (4.0+) makes spark-submit start the script's JVM as a
+    Spark Connect client: it has neither the classic session classes nor a Connect server, so
+    ``session()`` and ``configure()`` fail before building a session, saying what works
+    instead (pyspark's builder would fail later with an unrelated error)."""
+    for how in ("session", "configure"):
+        r = spark_submit("--master", "local[1]", "--jars", fullwindow.jar_path(),
+                         "--conf", "spark.api.mode=connect", SCRIPT, how)
+        assert r.returncode != 0
+        assert "RESULT" not in r.stdout
+        message = re.search(r"^fullwindow\.errors\.FullWindowSetupError: (.*)$", r.stdout, re.M)
+        assert message, r.stdout[-5000:]
+        assert message.group(1).startswith(
+            "spark-submit ran this script with spark.api.mode=connect, which starts its JVM as "
+            "a Spark Connect client"), message.group(1)
+        assert 'fullwindow.session(remote="sc://host:15002")' in message.group(1)

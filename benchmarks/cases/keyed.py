@@ -30,8 +30,8 @@ import fullwindow  # noqa: F401  (adds DataFrame.keyBy)
 from fullwindow import EndOfStreamWindows
 
 from benchmarks.data import ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input, random_long, run_noop
-from benchmarks.natives import (cogroup_natives, keyed_arrow_natives, keyed_pandas_natives,
-                                keyed_row_natives)
+from benchmarks.natives import (WIDE_COGROUP_ARROW, cogroup_natives, keyed_arrow_natives,
+                                keyed_pandas_natives, keyed_row_natives, payload_length)
 from benchmarks.registry import Case, Scale, register
 
 GROUP = "keyed"
@@ -362,6 +362,51 @@ def cogroup_count_sum_batches(key, left, right):
         sr += pc.sum(b.column("x")).as_py() or 0.0
     yield pa.RecordBatch.from_pydict({"k": [key], "nl": [nl], "sl": [sl], "nr": [nr], "sr": [sr]},
                                      schema=_COGROUP_ARROW)
+
+
+# the wide records of benchmarks/heavy_key.py (*_wide variants): per key and side also the summed
+# length of the string payload p
+
+def cogroup_count_sum_wide(key, left, right):
+    """fullwindow, rows: count, sum x and the payload's length over each side's Rows."""
+    out = [key]
+    for rows in (left, right):
+        n = b = 0
+        s = 0.0
+        for r in rows:
+            n += 1
+            s += r.x
+            b += len(r.p)
+        out += [n, s, b]
+    yield tuple(out)
+
+
+def cogroup_count_sum_frames_wide(key, left, right):
+    """fullwindow, pandas: the same frame by frame."""
+    out = {"k": [key]}
+    for side, frames in (("l", left), ("r", right)):
+        n = b = 0
+        s = 0.0
+        for pdf in frames:
+            n += len(pdf)
+            s += float(pdf["x"].sum())
+            b += int(pdf["p"].str.len().sum())
+        out.update({f"n{side}": [n], f"s{side}": [s], f"b{side}": [b]})
+    yield pd.DataFrame(out)
+
+
+def cogroup_count_sum_batches_wide(key, left, right):
+    """fullwindow, Arrow: the same batch by batch."""
+    out = {"k": [key]}
+    for side, batches in (("l", left), ("r", right)):
+        n = b = 0
+        s = 0.0
+        for batch in batches:
+            n += batch.num_rows
+            s += pc.sum(batch.column("x")).as_py() or 0.0
+            b += payload_length(batch.column("p"))
+        out.update({f"n{side}": [n], f"s{side}": [s], f"b{side}": [b]})
+    yield pa.RecordBatch.from_pydict(out, schema=WIDE_COGROUP_ARROW)
 
 
 def _ours_cogroup_arrow(data):

@@ -519,3 +519,22 @@ def connect_server_conf(jar: str) -> dict:
             return {}
         artifact = z.read("fullwindow/connect-server").decode().strip()
     return {"spark.jars.packages": artifact}
+
+
+def submitted_api_mode_connect(submitted: dict, jvm: Any) -> bool:
+    """Whether spark-submit started this script's JVM (``jvm``) as a Spark Connect client's, for
+    ``spark.api.mode=connect`` (4.0+, whose pyspark reads the mode:
+    ``pyspark.util.default_api_mode``): such a JVM has a Connect client's class path, without
+    the classic session class (nor a Connect server). A JVM that has the class runs a classic
+    session as usual. 3.5 has no API mode and ignores the setting."""
+    try:
+        from pyspark.util import default_api_mode  # noqa: F401  (4.0+)
+    except ImportError:
+        return False
+    if str(submitted.get("spark.api.mode", "")).strip().lower() != "connect":
+        return False
+    from py4j.java_gateway import JavaClass
+    from pyspark.sql import SparkSession
+
+    find = getattr(SparkSession, "_get_j_spark_session_class", None)  # 4.0+: the classic class
+    return find is None or not isinstance(find(jvm), JavaClass)

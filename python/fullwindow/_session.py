@@ -7,7 +7,7 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
-from fullwindow._compat import connect_server_conf
+from fullwindow._compat import connect_server_conf, submitted_api_mode_connect
 from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 from fullwindow._jvm import EXTENSION_CLASS, facade, jar_path
 from fullwindow.errors import FullWindowSetupError
@@ -45,6 +45,16 @@ def configure(builder: SparkSession.Builder,
         spark = fullwindow.configure(builder, conf={"spark.sql.shuffle.partitions": 8}).getOrCreate()
         ```
     """
+    return _configure(builder, conf, _ASK)
+
+
+_ASK = object()  # _configure: spark-submit's settings not read yet
+
+
+def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
+               submitted: object) -> SparkSession.Builder:
+    """``configure``, given spark-submit's settings when the caller has read them already
+    (``_submitted_conf()``: a dict, or None outside spark-submit), else ``_ASK``."""
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
     remote = getattr(builder, "_options", {}).get("spark.remote")
@@ -52,7 +62,10 @@ def configure(builder: SparkSession.Builder,
         for key, value in (conf or {}).items():
             builder.config(key, _conf_value(value))
         return builder
-    submitted = _submitted_conf() if remote is None else None
+    if remote is not None:
+        submitted = None
+    elif submitted is _ASK:
+        submitted = _submitted_conf()
     if submitted is not None:
         return _configure_submitted(builder, conf, submitted)
     jar = jar_path()
@@ -127,6 +140,14 @@ def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, objec
 
     from fullwindow._jvm import _facade_class
 
+    if submitted_api_mode_connect(submitted, SparkContext._jvm):
+        raise FullWindowSetupError(
+            "spark-submit ran this script with spark.api.mode=connect, which starts its JVM as a "
+            "Spark Connect client: neither a classic session nor a Spark Connect server with "
+            "fullwindow can run in it. Submit without spark.api.mode=connect (the session is "
+            "then a classic one with spark-submit's other settings), or start a Spark Connect "
+            "server with the fullwindow jar and plugin and have the script connect to it: "
+            "fullwindow.session(remote=\"sc://host:15002\").")
     try:
         _facade_class(SparkContext._gateway, SparkContext._jvm)
     except FullWindowSetupError:
@@ -179,7 +200,10 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     In a script run by ``spark-submit``, whose JVM is already running, the session keeps what
     spark-submit set (``--master``, ``--name``, ``--conf``, the Python settings) unless
     ``master``, ``app_name`` or ``conf`` say otherwise, and only adds the extension; the jar must
-    come with ``--jars`` (``FullWindowSetupError`` says so when it did not).
+    come with ``--jars`` (``FullWindowSetupError`` says so when it did not). Under
+    ``spark-submit --conf spark.api.mode=connect`` the script's JVM is a Spark Connect client's,
+    where no session with fullwindow can start: ``FullWindowSetupError`` says what to do
+    (``remote="sc://..."`` to a server started with fullwindow, or submit without it).
 
     Examples:
         ```python
@@ -213,14 +237,15 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
                                     category=UserWarning)
             return builder.getOrCreate()
     builder = SparkSession.builder
-    if _submitted_conf() is None:  # a plain python process: local unless told otherwise
+    submitted = _submitted_conf()
+    if submitted is None:  # a plain python process: local unless told otherwise
         builder = builder.appName(app_name or "fullwindow").master(master or "local[*]")
     else:  # spark-submit's master and name, unless given here
         if master is not None:
             builder = builder.master(master)
         if app_name is not None:
             builder = builder.appName(app_name)
-    spark = configure(builder, conf).getOrCreate()
+    spark = _configure(builder, conf, submitted).getOrCreate()
     try:
         facade(spark)
     except FullWindowSetupError as err:
