@@ -288,6 +288,32 @@ def test_frame_size_default_and_explicit_setting(spark, setting, expected):
     assert [tuple(r) for r in co] == [(7, expected, [3])]
 
 
+@pytest.mark.parametrize("payload", [
+    # a string column: rows of variable width
+    lambda: [F.repeat(F.lit("x"), 64).alias("p")],
+    # 25 double columns: fixed-width, but 50,000 such rows take over 8 MiB of Arrow data
+    lambda: [F.col("id").cast("double").alias(f"d{i}") for i in range(25)],
+], ids=["string", "wide"])
+def test_frames_of_wide_or_variable_rows_keep_sparks_default_size(spark, payload):
+    """Unset, the 50,000-row default is only for narrow fixed-width rows: a frame of strings
+    takes several times its Arrow size in the worker, so such rows keep Spark's 10,000."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    assert spark.conf.get(key, None) is None
+    src = spark.range(0, 120_000, 1, 2).select(
+        F.lit(7).cast("long").alias("k"), F.col("id").alias("v"), *payload())
+    schema = "k long, sizes array<long>"
+    keyed = rows(src.keyBy("k").fullWindowPartition().mapPartitionInPandas(_frame_sizes, schema))
+    whole = src.coalesce(1).fullWindowPartition().mapPartitionInPandas(
+        lambda frames: _frame_sizes(7, frames), schema).collect()
+    other = spark.range(0, 3, 1, 1).select(F.lit(7).cast("long").alias("k"), F.col("id").alias("w"))
+    co = src.keyBy("k").coGroup(other.keyBy("k")).window(EOS).applyInPandas(
+        _co_frame_sizes, "k long, sizes array<long>, right array<long>").collect()
+    expected = [10_000] * 12
+    assert keyed == [(7, expected)]
+    assert [tuple(r) for r in whole] == [(7, expected)]
+    assert [tuple(r) for r in co] == [(7, expected, [3])]
+
+
 def test_keyed_plan_and_end_of_stream_windows_spelling(df):
     a = df.keyBy("k").fullWindowPartition().mapPartitionInPandas(count_sum, "k long, n long, s long")
     b = df.keyBy("k").window(EOS).applyInPandas(count_sum, "k long, n long, s long")

@@ -352,8 +352,9 @@ class KeyedPartitionWindowedDataFrame:
         """Like :meth:`mapPartition` with pandas: ``func(key, frames)`` is called once per key
         with an iterator of ``pandas.DataFrame`` holding only that key's records, streamed in
         frames of at most one Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch``
-        rows when set, else 50,000), never the whole key at once; it yields DataFrames of
-        ``schema``. ``key`` is the key's value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
+        rows when set, else 50,000 for narrow fixed-width rows and Spark's default for others),
+        never the whole key at once; it yields DataFrames of ``schema``. ``key`` is the key's
+        value (a tuple for several key columns). Unlike ``groupBy().applyInPandas``, a key
         larger than memory goes through as long as ``func`` does not keep its frames.
 
         Examples:

@@ -133,7 +133,8 @@ class PartitionWindowedDataFrame:
         """Like :meth:`mapPartition` with pandas: ``func`` is called once per partition (empty
         ones too) with an iterator of ``pandas.DataFrame``, one per Arrow batch of the partition
         (at most ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each when set, else
-        50,000), and yields DataFrames of ``schema``. Values convert as in ``mapInPandas``; result columns are
+        50,000 for narrow fixed-width rows and Spark's default for others), and yields
+        DataFrames of ``schema``. Values convert as in ``mapInPandas``; result columns are
         matched to ``schema`` by name (by position when the labels are not strings).
 
         Examples:

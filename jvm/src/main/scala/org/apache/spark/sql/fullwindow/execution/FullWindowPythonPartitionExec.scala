@@ -120,7 +120,7 @@ object PythonArrowEval {
       jobArtifactUUID: Option[String],
       pandasFrames: Boolean = false): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
-    val rows = pandasFrameRows(conf, pandasFrames)
+    val rows = pandasFrameRows(conf, pandasFrames, inputSchema)
     val batchRows = rows.getOrElse(conf.arrowMaxRecordsPerBatch)
     val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
     val skipByteCheck = byteLimitUnreachable(inputSchema, batchRows, maxBytes)
@@ -133,21 +133,40 @@ object PythonArrowEval {
 
   /**
    * Rows per input Arrow batch of the pandas forms when the session does not set
-   * `spark.sql.execution.arrow.maxRecordsPerBatch`. Each batch becomes at most one pandas frame,
-   * and a frame has a fixed cost (conversion, the function's own per-frame work): at Spark's
-   * default of 10,000 rows that cost was the whole difference to `applyInPandas` with a few
-   * large keys (benchmarks/notes/keyed.md); at 50,000 it falls to a third, and a frame is still
-   * a bounded slice of a key, never the whole key. `maxBytesPerBatch` still caps a batch.
+   * `spark.sql.execution.arrow.maxRecordsPerBatch` and the rows are narrow. Each batch becomes at
+   * most one pandas frame, and a frame has a fixed cost (conversion, the function's own
+   * per-frame work): at Spark's default of 10,000 rows that cost was the whole difference to
+   * `applyInPandas` with a few large keys (benchmarks/notes/keyed.md); at 50,000 it falls to a
+   * third, and a frame is still a bounded slice of a key, never the whole key.
    */
   val PandasFrameRows: Int = 50000
 
+  /**
+   * The most Arrow data a batch of [[PandasFrameRows]] rows may hold. Wider rows, and rows of
+   * variable width (strings, binary, nested types, whose size is not known ahead), keep Spark's
+   * default batch size: a pandas frame takes a multiple of its Arrow size in a Python worker
+   * (string values become Python objects), and 50,000 rows of 640-byte strings did not fit a
+   * 1 GiB Python worker limit where 10,000 did (benchmarks/notes/keyed.md, wide heavy key).
+   */
+  val PandasFrameBytes: Long = 8L << 20
+
   /** The rows per input batch when it is not the session's: an explicit setting always wins. */
-  def pandasFrameRows(conf: SQLConf, pandasFrames: Boolean): Option[Int] =
-    if (pandasFrames && !conf.contains(SQLConf.ARROW_EXECUTION_MAX_RECORDS_PER_BATCH.key)) {
+  def pandasFrameRows(conf: SQLConf, pandasFrames: Boolean, schema: StructType): Option[Int] =
+    if (pandasFrames && !conf.contains(SQLConf.ARROW_EXECUTION_MAX_RECORDS_PER_BATCH.key) &&
+        fixedRowBytes(schema).exists(_ * PandasFrameRows <= PandasFrameBytes)) {
       Some(PandasFrameRows)
     } else {
       None
     }
+
+  /**
+   * Arrow bytes a row of `schema` takes in one struct column when every field is fixed-width:
+   * the values plus one validity byte per field and the struct's; None otherwise.
+   */
+  private def fixedRowBytes(schema: StructType): Option[Long] = {
+    val widths = schema.fields.map(f => fixedWidth(f.dataType))
+    if (widths.exists(_.isEmpty)) None else Some(widths.map(_.get).sum + schema.length + 1)
+  }
 
   /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */
   private def fixedWidth(dt: DataType): Option[Long] = dt match {
@@ -168,10 +187,7 @@ object PythonArrowEval {
   def byteLimitUnreachable(schema: StructType, maxRecords: Int, maxBytes: Long): Boolean = {
     if (maxBytes >= Int.MaxValue) return false      // no measurement to skip
     if (maxRecords <= 0) return false               // batches unbounded in rows
-    val widths = schema.fields.map(f => fixedWidth(f.dataType))
-    if (widths.exists(_.isEmpty)) return false
-    val perRow = widths.map(_.get).sum + schema.length + 1
     val padding = 128L * 2 * (schema.length + 1)
-    BigInt(maxRecords) * perRow + padding < BigInt(maxBytes)
+    fixedRowBytes(schema).exists(perRow => BigInt(maxRecords) * perRow + padding < BigInt(maxBytes))
   }
 }
