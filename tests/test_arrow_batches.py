@@ -101,10 +101,10 @@ def _keyed_identity(key, batches):
 
 @pytest.mark.parametrize("keyed", [False, True])
 def test_rows_of_every_kind_arrive_intact_in_exact_batches(spark, keyed):
-    """With no byte limit, batches are cut by rows only (on Spark 4.2+ by fullwindow's own
-    evaluation, which puts every input row into the struct column through one refilled wrapper
-    row): variable-width, nested, decimal and null values all arrive as they were, in batches
-    of exactly maxRecordsPerBatch rows."""
+    """With no byte limit, batches are cut by rows only (by fullwindow's own evaluation, which
+    puts every input row into the struct column through one refilled wrapper row): variable-width,
+    nested, decimal and null values all arrive as they were, in batches of exactly
+    maxRecordsPerBatch rows."""
     spark.conf.set(RECORDS_KEY, "700")
     spark.conf.set(BYTES_KEY, str(2 ** 31 - 1))
     try:
