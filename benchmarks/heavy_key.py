@@ -174,45 +174,34 @@ def _child(args: argparse.Namespace) -> int:
         from fullwindow import EndOfStreamWindows
         path = _input_path(args.out_dir, args.rows, args.payload)
         df = spark.read.parquet(path)
-        # coGroup: the same records on both sides (key 0 holds half of each)
-        window = (df.keyBy("k").coGroup(spark.read.parquet(path).keyBy("k"))
-                  .window(EndOfStreamWindows.get()))
-        if args.child == "cogroup_wide":
-            result = window.apply(cogroup_count_sum_wide, WIDE_COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "cogroup_pandas_wide":
-            result = window.applyInPandas(cogroup_count_sum_frames_wide, WIDE_COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "cogroup_arrow_wide":
-            result = window.applyInArrow(cogroup_count_sum_batches_wide, WIDE_COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "native_cogroup_arrow_wide":
-            result = df.groupBy("k").cogroup(spark.read.parquet(path).groupBy("k")).applyInArrow(
-                cogroup_tables_wide, WIDE_COGROUP_SCHEMA)
-            node = "FlatMapCoGroupsInArrow"
-        elif args.child == "cogroup":
-            result = window.apply(cogroup_count_sum, COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "cogroup_pandas":
-            result = window.applyInPandas(cogroup_count_sum_frames, COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "cogroup_arrow":
-            result = window.applyInArrow(cogroup_count_sum_batches, COGROUP_SCHEMA)
-            node = "FullWindowCoGroup"
-        elif args.child == "native_cogroup_arrow":
-            result = df.groupBy("k").cogroup(spark.read.parquet(path).groupBy("k")).applyInArrow(
-                cogroup_tables, COGROUP_SCHEMA)
-            node = "FlatMapCoGroupsInArrow"
-        elif args.child == "ours":
-            result = df.keyBy("k").fullWindowPartition().mapPartition(count_sum, SCHEMA)
-            node = "FullWindowKeyedMapPartition"
-        elif args.child == "pandas":
-            result = df.keyBy("k").fullWindowPartition().mapPartitionInPandas(count_sum_frames,
-                                                                             SCHEMA)
-            node = "FullWindowKeyedMapPartitionInPandas"
-        else:
-            result = df.groupBy("k").applyInPandas(count_sum_pd, SCHEMA)
-            node = "FlatMapGroupsInPandas"
+        other = spark.read.parquet(path)  # coGroup: the same records on both sides
+        window = df.keyBy("k").coGroup(other.keyBy("k")).window(EndOfStreamWindows.get())
+        wide = _is_wide(args.child)
+        co_schema = WIDE_COGROUP_SCHEMA if wide else COGROUP_SCHEMA
+        # each variant (its wide twin alike, with the functions that also read the payload):
+        # how its DataFrame is built, and the plan node doing the work
+        forms = {
+            "ours": (lambda: df.keyBy("k").fullWindowPartition().mapPartition(count_sum, SCHEMA),
+                     "FullWindowKeyedMapPartition"),
+            "pandas": (lambda: df.keyBy("k").fullWindowPartition().mapPartitionInPandas(
+                count_sum_frames, SCHEMA), "FullWindowKeyedMapPartitionInPandas"),
+            "native": (lambda: df.groupBy("k").applyInPandas(count_sum_pd, SCHEMA),
+                       "FlatMapGroupsInPandas"),
+            "cogroup": (lambda: window.apply(
+                cogroup_count_sum_wide if wide else cogroup_count_sum, co_schema),
+                "FullWindowCoGroup"),
+            "cogroup_pandas": (lambda: window.applyInPandas(
+                cogroup_count_sum_frames_wide if wide else cogroup_count_sum_frames, co_schema),
+                "FullWindowCoGroup"),
+            "cogroup_arrow": (lambda: window.applyInArrow(
+                cogroup_count_sum_batches_wide if wide else cogroup_count_sum_batches, co_schema),
+                "FullWindowCoGroup"),
+            "native_cogroup_arrow": (lambda: df.groupBy("k").cogroup(other.groupBy("k"))
+                                     .applyInArrow(cogroup_tables_wide if wide else cogroup_tables,
+                                                   co_schema), "FlatMapCoGroupsInArrow"),
+        }
+        build, node = forms[args.child.removesuffix(WIDE_SUFFIX)]
+        result = build()
         tag = f"heavy_key:{args.child}"
         spark.sparkContext.setJobDescription(tag)
         start = time.perf_counter()
