@@ -11,7 +11,7 @@ import decimal
 import functools
 import inspect
 import re
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Mapping, Optional
 
 import pyarrow as pa
 from pyspark.sql import Column as _Column
@@ -521,7 +521,7 @@ def connect_server_conf(jar: str) -> dict:
     return {"spark.jars.packages": artifact}
 
 
-def submitted_api_mode_connect(submitted: dict, jvm: Any) -> bool:
+def submitted_api_mode_connect(submitted: Mapping[str, str], jvm: Any) -> bool:
     """Whether spark-submit started this script's JVM (``jvm``) as a Spark Connect client's, for
     ``spark.api.mode=connect`` (4.0+, whose pyspark reads the mode:
     ``pyspark.util.default_api_mode``): such a JVM has a Connect client's class path, without

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from typing import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -45,16 +45,13 @@ def configure(builder: SparkSession.Builder,
         spark = fullwindow.configure(builder, conf={"spark.sql.shuffle.partitions": 8}).getOrCreate()
         ```
     """
-    return _configure(builder, conf, _ASK)
-
-
-_ASK = object()  # _configure: spark-submit's settings not read yet
+    return _configure(builder, conf, _submitted_conf)
 
 
 def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
-               submitted: object) -> SparkSession.Builder:
-    """``configure``, given spark-submit's settings when the caller has read them already
-    (``_submitted_conf()``: a dict, or None outside spark-submit), else ``_ASK``."""
+               read_submitted: Callable[[], dict[str, str] | None]) -> SparkSession.Builder:
+    """``configure``, reading spark-submit's settings (a dict, or None outside spark-submit)
+    through ``read_submitted``: ``session()``, which has read them already, hands them over."""
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
     remote = getattr(builder, "_options", {}).get("spark.remote")
@@ -62,10 +59,7 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
         for key, value in (conf or {}).items():
             builder.config(key, _conf_value(value))
         return builder
-    if remote is not None:
-        submitted = None
-    elif submitted is _ASK:
-        submitted = _submitted_conf()
+    submitted = read_submitted() if remote is None else None
     if submitted is not None:
         return _configure_submitted(builder, conf, submitted)
     jar = jar_path()
@@ -245,7 +239,7 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             builder = builder.master(master)
         if app_name is not None:
             builder = builder.appName(app_name)
-    spark = _configure(builder, conf, submitted).getOrCreate()
+    spark = _configure(builder, conf, lambda: submitted).getOrCreate()
     try:
         facade(spark)
     except FullWindowSetupError as err:
