@@ -40,7 +40,10 @@ def _form(name: str, frame: Callable[[Any], DataFrame], node: str) -> NativeForm
 
 
 def _eval_types() -> set[str]:
-    from pyspark.util import PythonEvalType
+    try:
+        from pyspark.util import PythonEvalType
+    except ImportError:  # 3.5 keeps it in pyspark.rdd
+        from pyspark.rdd import PythonEvalType
 
     return set(vars(PythonEvalType))
 
