@@ -252,6 +252,19 @@ def _machine(spark) -> dict[str, Any]:
     }
 
 
+def full_heap(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the driver JVM's heap committed at its full size from the start (``-Xms`` =
+    ``spark.driver.memory``, 1g when unset) unless the case sets ``-Xms`` itself. The GC before
+    each run shrinks a heap that may shrink, and every following run then paid to grow it again:
+    about 0.3 s a run on every form of the keyed cases at 2M rows (floor, ours and natives alike,
+    benchmarks/notes/keyed.md), a constant that pulled every ratio towards 1."""
+    memory = conf.get("spark.driver.memory", "1g")
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if "-Xms" in options:
+        return conf
+    return {**conf, "spark.driver.extraJavaOptions": f"{options} -Xms{memory}".strip()}
+
+
 def _run_child(args: argparse.Namespace) -> int:
     case = all_cases()[args.child]
     scale = case.scale(args.rows, args.quick, args.out_dir)
@@ -261,9 +274,8 @@ def _run_child(args: argparse.Namespace) -> int:
     spark = None
     try:
         import fullwindow
-        conf = {**BASE_CONF, "spark.local.dir": os.path.join(os.path.abspath(args.out_dir),
-                                                             "spark-local"),
-                **case.spark_conf}
+        conf = full_heap({**BASE_CONF, "spark.local.dir": os.path.join(
+            os.path.abspath(args.out_dir), "spark-local"), **case.spark_conf})
         os.makedirs(conf["spark.local.dir"], exist_ok=True)
         spark = fullwindow.session(master=case.master, conf=conf,
                                    app_name=f"benchmark {case.name}")

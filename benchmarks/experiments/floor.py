@@ -3,7 +3,11 @@ shares: the input(s) read, hash-exchanged by k and sorted by k, with no Python a
 that floor, our forms and every native form of the shape the line has, interleaved in one
 session, on the benchmark cases' inputs (benchmarks/notes/keyed.md, "The floor at 8 keys").
 A Python step that cost nothing would put a form at the floor, so native / floor is the most
-any form can lead a native by.
+any form can lead a native by. The keyed shape has a second floor: the same sorted input handed
+to Python and dropped there (``mapInArrow`` / ``mapInPandas`` of a function that yields
+nothing), the least any form that runs Python over every record must pay. Each line also
+gives the CPU of the driver JVM and of its Python workers per run (medians), as the harness
+reads them from /proc.
 Usage: python benchmarks/experiments/floor.py cogroup|keyed [ROUNDS] [KEYS]   (default 5 8)
 """
 import os
@@ -16,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fullwindow  # noqa: E402
 from benchmarks.cases import keyed  # noqa: E402
 from benchmarks.data import parquet_input, run_noop  # noqa: E402
+from benchmarks.harness import _proc_tree_cpu  # noqa: E402
 from benchmarks.natives import (cogroup_natives, keyed_arrow_natives,  # noqa: E402
                                 keyed_pandas_natives)
 from benchmarks.registry import Scale  # noqa: E402
@@ -38,6 +43,13 @@ def sorted_by_key(df):
     return df.repartition(4, "k").sortWithinPartitions("k")
 
 
+def _drop(batches):
+    """Reads every batch Spark sends and yields nothing."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
 if shape == "cogroup":
     data = keyed._cogroup_inputs(spark, scale, keys)
     variants = {
@@ -52,21 +64,33 @@ else:
     data = parquet_input(spark, scale, f"keyed-k{keys}", keyed._columns(keys))
     variants = {
         "floor (exchange + sort, no Python)": lambda: run_noop(sorted_by_key(data)),
+        "floor + rows to Python (mapInArrow, dropped)": lambda: run_noop(
+            sorted_by_key(data).mapInArrow(_drop, data.schema)),
+        "floor + frames to Python (mapInPandas, dropped)": lambda: run_noop(
+            sorted_by_key(data).mapInPandas(_drop, data.schema)),
         "ours mapPartitionInPandas": lambda: keyed._ours_map_pandas(data),
         "ours mapPartitionInArrow": lambda: keyed._ours_map_arrow(data),
         "applyInPandas": lambda: keyed._native_map(data)}
     natives = keyed_pandas_natives() + keyed_arrow_natives()
 for n in natives:
     variants[n.name] = (lambda run: lambda: run(data))(n.run)
-times = {k: [] for k in variants}
+times: dict = {k: [] for k in variants}
+cpus: dict = {k: [] for k in variants}
+jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 names = list(variants)
 for r in range(rounds + 1):  # round 0 warms up
     order = names[r % len(names):] + names[:r % len(names)]
     for name in order:
+        cpu0 = _proc_tree_cpu(jvm_pid)
         t = time.perf_counter()
         variants[name]()
         if r:
             times[name].append(time.perf_counter() - t)
+            cpu1 = _proc_tree_cpu(jvm_pid)
+            if cpu0 and cpu1:
+                cpus[name].append((cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]))
 for name in names:
-    print(f"{name:45s} median {statistics.median(times[name]):.2f} s  "
-          f"[{min(times[name]):.2f}-{max(times[name]):.2f}]")
+    cpu = (f"  CPU JVM {statistics.median(c[0] for c in cpus[name]):.2f} s, "
+           f"Python {statistics.median(c[1] for c in cpus[name]):.2f} s" if cpus[name] else "")
+    print(f"{name:48s} median {statistics.median(times[name]):.2f} s  "
+          f"[{min(times[name]):.2f}-{max(times[name]):.2f}]{cpu}")

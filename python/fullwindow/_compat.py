@@ -363,6 +363,12 @@ def consolidate(frame: Any) -> Any:
     return frame
 
 
+def numpy_view(column: pa.Array) -> Any:
+    """``column`` (of a type ``numpy_column_converter`` takes) as a numpy array: a read-only view
+    of the Arrow memory where pyarrow can give one, for the caller to copy."""
+    return column.to_numpy(zero_copy_only=False)
+
+
 def _array_to_numpy(column: pa.Array) -> Any:
     # writable: the function owns its frames (pandas would refuse to assign into Arrow memory)
     return column.to_numpy(zero_copy_only=False, writable=True)

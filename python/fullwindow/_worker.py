@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql.types import Row, StructType
 
 from fullwindow._compat import (arrow_to_pandas, arrow_value_converter, consolidate,
-                                enforce_schema, numpy_column_converter, pandas_to_arrow,
+                                enforce_schema, numpy_column_converter, numpy_view, pandas_to_arrow,
                                 rows_to_arrow, to_arrow_schema, to_pylist)
 from fullwindow.errors import FullWindowTypeError, SchemaMismatchError
 
@@ -440,6 +440,11 @@ class PandasDecoder:
 
         if not self.names:
             return pd.DataFrame(index=pd.RangeIndex(batch.num_rows))
+        if not self._other:  # numbers only: one copy, straight into pandas' consolidated blocks
+            frame = pd.DataFrame({i: numpy_view(batch.column(i)) for i, _ in self._numpy},
+                                 index=pd.RangeIndex(batch.num_rows), copy=True)
+            frame.columns = self.names
+            return frame
         columns: dict[int, Any] = {i: conv(batch.column(i)) for i, conv in self._numpy}
         if self._other:
             series = arrow_to_pandas(batch.select(self._other), self.options.timezone,

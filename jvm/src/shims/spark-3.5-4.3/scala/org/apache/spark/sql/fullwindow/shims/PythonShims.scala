@@ -2,13 +2,13 @@ package org.apache.spark.sql.fullwindow.shims
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.{ContextAwareIterator, PartitionEvaluator, PartitionEvaluatorFactory}
+import org.apache.spark.{PartitionEvaluator, PartitionEvaluatorFactory}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, PythonUDF}
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.python.{ArrowPythonRunner, BatchIterator}
+import org.apache.spark.sql.execution.python.ArrowPythonRunner
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
@@ -66,18 +66,11 @@ private[fullwindow] class MapInArrowRows(args: MapInArrowArgs)
     new PartitionEvaluator[InternalRow, InternalRow] {
       override def eval(partitionIndex: Int, inputs: Iterator[InternalRow]*): Iterator[InternalRow] = {
         val context = TaskContext.get()
-        val wrapper = new GenericInternalRow(1)
-        // stops reading once the task is completed or killed (3.5's runner writes the input
-        // from a thread of its own)
-        val rows = new ContextAwareIterator(context, inputs.head).map { row =>
-          wrapper.update(0, row)
-          wrapper: InternalRow
-        }
         val runner = MapInArrowShim.runner(args,
           StructType(Array(StructField("struct", args.inputSchema))))
         val output = args.output
         val project = UnsafeProjection.create(output, output)
-        val batches = new BatchIterator(rows, args.batchRows)
+        val batches = new WrappedRowBatches(context, inputs.head, args.batchRows)
         runner.compute(batches, context.partitionId(), context).flatMap { batch =>
           val struct = batch.column(0).asInstanceOf[ArrowColumnVector]
           val flat = new ColumnarBatch(
@@ -87,4 +80,38 @@ private[fullwindow] class MapInArrowRows(args: MapInArrowArgs)
         }.map(project)
       }
     }
+}
+
+/**
+ * The rows of `input` in batches of `batchRows` rows (one batch when not positive), each row
+ * put into one refilled one-field wrapper row, as the Arrow runner writes the input: a struct
+ * column. Reading stops once the task is completed or killed (3.5's runner writes the input from
+ * a thread of its own, which must not read a sorter the task has freed). This is what Spark's
+ * ContextAwareIterator, a map and BatchIterator do, in one class: each of those is a virtual
+ * call per row through a call site that sees every iterator class of the JVM, about 10% of
+ * the JVM CPU of a keyed mapPartitionInPandas's Python stage at a few large keys (async-profiler,
+ * benchmarks/notes/keyed.md).
+ */
+private[fullwindow] final class WrappedRowBatches(
+    context: TaskContext,
+    input: Iterator[InternalRow],
+    batchRows: Int) extends Iterator[Iterator[InternalRow]] {
+
+  private val wrapper = new GenericInternalRow(1)
+
+  private def more: Boolean = !context.isCompleted() && !context.isInterrupted() && input.hasNext
+
+  override def hasNext: Boolean = more
+
+  override def next(): Iterator[InternalRow] = new Iterator[InternalRow] {
+    private var left = if (batchRows > 0) batchRows.toLong else Long.MaxValue
+
+    override def hasNext: Boolean = left > 0 && more
+
+    override def next(): InternalRow = {
+      left -= 1
+      wrapper.update(0, input.next())
+      wrapper
+    }
+  }
 }
