@@ -73,6 +73,10 @@ class Case:
     # False: the headline is against ``natives`` only (``native`` is then a baseline of another
     # shape, e.g. vectorized applyInPandas beside a row-at-a-time case), when the line has any
     baseline_in_headline: bool = True
+    # with ``baseline_in_headline`` False, on a line that has none of ``natives``: True, the
+    # baseline is the headline then (DESIGN names applyInPandas for 3.5's keyed rows); False,
+    # the case has no bar on that line (3.5 has no Arrow form to hold the keyed Arrow cases to)
+    baseline_stands_in: bool = True
 
     def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
         n = rows if rows is not None else (self.quick_rows if quick else self.rows)

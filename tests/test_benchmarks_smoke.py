@@ -222,3 +222,33 @@ def test_heavy_key_wide_variants_run(tmp_path):
         assert cells[1:3] == [name, "completed"], line
         assert cells[4] == f"{rows:,}", line   # key 0: half the records, on both sides
     assert f"{rows:,} wide records (k, v, x and a {payload}-character string p)" in proc.stdout
+
+
+def test_a_case_whose_named_native_forms_the_line_lacks_has_no_bar_there():
+    """On 3.5 (no applyInArrow, no @arrow_udtf) the keyed Arrow cases time only applyInPandas:
+    the ratio is shown against it but judged NO BAR, while the keyed row cases are held to
+    applyInPandas there (DESIGN names it for 3.5's keyed rows); with an Arrow form timed, the
+    keyed Arrow case is judged against it and not against applyInPandas."""
+    sys.path.insert(0, ROOT)
+    from benchmarks.cases import all_cases
+    from benchmarks.report import judge, rank_natives
+    from benchmarks.tables import _stats
+
+    cases = all_cases()
+
+    def verdict(name: str, times: dict[str, list[float]]) -> dict:
+        res = {"times": times,
+               "natives": {v: {"name": v, "node": "?"} for v in times if v != "ours"},
+               "variant_stats": {v: _stats(t) for v, t in times.items()}}
+        rank_natives(cases[name], res)
+        return judge(cases[name], res)
+
+    only_pandas = {"ours": [1.0, 1.0], "native": [2.0, 2.0]}
+    arrow = verdict("keyed_map_partition_in_arrow_few_keys", only_pandas)
+    assert arrow["status"] == "NO BAR" and arrow["best_ratio_stats"]["median"] == 2.0
+    rows = verdict("keyed_map_partition_few_keys", {"ours": [1.0, 1.0], "native": [5.0, 5.0]})
+    assert rows["status"] == "PASS" and rows["fastest_native"] == "native"
+    with_arrow = verdict("keyed_map_partition_in_arrow_few_keys",
+                         {**only_pandas, "native:applyInArrow (table)": [1.1, 1.1]})
+    assert with_arrow["status"] == "MISS"
+    assert with_arrow["fastest_native"] == "native:applyInArrow (table)"
