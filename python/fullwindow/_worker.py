@@ -446,10 +446,9 @@ class PandasDecoder:
             frame.columns = self.names
             return frame
         columns: dict[int, Any] = {i: conv(batch.column(i)) for i, conv in self._numpy}
-        if self._other:
-            series = arrow_to_pandas(batch.select(self._other), self.options.timezone,
-                                     self._other_schema, self.options.prefer_int_ext)
-            columns.update(zip(self._other, series))
+        series = arrow_to_pandas(batch.select(self._other), self.options.timezone,
+                                 self._other_schema, self.options.prefer_int_ext)
+        columns.update(zip(self._other, series))
         frame = pd.DataFrame({i: columns[i] for i in range(len(self.names))},
                              index=pd.RangeIndex(batch.num_rows), copy=False)
         frame.columns = self.names  # the schema's names, duplicates included
