@@ -58,6 +58,33 @@ def executed_plan(df: DataFrame) -> str:
     return plan.toString()
 
 
+def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
+    """For each local sort feeding a FullWindow node of ``df``'s executed plan (classic only):
+    the sort's peak memory, and the time its whole-stage-codegen stage (when it sits in one)
+    spent producing rows, -1 when it sits in none."""
+    plan = df._jdf.queryExecution().executedPlan()
+    stack = [plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan]
+    found = []
+    while stack:
+        node = stack.pop()
+        if node.nodeName().endswith("QueryStage"):
+            stack.append(node.plan())
+        children = [node.children().apply(i) for i in range(node.children().size())]
+        stack.extend(children)
+        if not node.nodeName().startswith("FullWindow"):
+            continue
+        for child in children:
+            stage, sort = None, child
+            if child.nodeName().startswith("WholeStageCodegen"):
+                stage, sort = child, child.children().apply(0)
+            if sort.nodeName() == "Sort":
+                found.append({
+                    "peakMemory": int(sort.metrics().apply("peakMemory").value()),
+                    "stageTime": -1 if stage is None else
+                    int(stage.metrics().apply("pipelineTime").value())})
+    return found
+
+
 def num_partitions(df: DataFrame) -> int:
     """The number of partitions of ``df`` (over Connect: counted by a mapInArrow, which Spark
     calls once per partition, empty ones too)."""

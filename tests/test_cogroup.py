@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import (EndOfStreamWindows, FullWindowTypeError, KeyTypeMismatchError,
                         StreamingNotSupportedError)
-from helpers import executed_plan, run_python
+from helpers import executed_plan, run_python, sorts_under_fullwindow
 
 EOS = EndOfStreamWindows.get()
 
@@ -81,6 +81,14 @@ def test_plan_two_sorters_no_union(left, right):
     assert len(re.findall(r"Exchange hashpartitioning\(k#\d+L", plan)) == 2, plan
     assert plan.count("Sort [k#") == 2, plan
     assert "Union" not in plan and "__side" not in plan
+
+
+def test_both_sorts_run_outside_their_codegen_stages(left, right):
+    out = co(left, right).apply(summarize, SUMMARY)
+    assert sorted((r.k, r.ls, r.rs) for r in out.collect()) == expected()
+    sorts = sorts_under_fullwindow(out)
+    assert len(sorts) == 2, sorts
+    assert all(s["stageTime"] == 0 and s["peakMemory"] > 0 for s in sorts), sorts
 
 
 def test_metrics(left, right):

@@ -23,7 +23,7 @@ from fullwindow import (AggregateFunction, EndOfStreamWindows, FullWindowTypeErr
                         FullWindowValueError, KeyedDataFrame, KeyNotSortableError, Order,
                         ProcessWindowFunction, StreamingNotSupportedError)
 from fullwindow.functions import MAX_TIMESTAMP, MIN_TIMESTAMP
-from helpers import executed_plan, partitions, run_python
+from helpers import executed_plan, partitions, run_python, sorts_under_fullwindow
 
 KEYS = 5
 
@@ -101,6 +101,28 @@ def test_map_partition_plan_has_one_exchange_by_key_and_the_named_node(df):
     one_exchange_by(plan, "k")
     assert re.search(r"FullWindowKeyedMapPartition keys=\[k#\d+L\]", plan), plan
     assert "Sort [k#" in plan
+
+
+def test_the_sort_under_a_keyed_node_runs_outside_its_codegen_stage(spark, df):
+    """The SortExec under a keyed Python node hands its sorter's rows straight over: its
+    whole-stage-codegen stage never runs (no time recorded), while the sort itself does and
+    keeps its metrics. With code generation off, the plan has no stage and the same result."""
+    out = df.keyBy("k").fullWindowPartition().mapPartition(count_and_sum, "k long, n long, total long")
+    got = sorted(tuple(r) for r in out.collect())
+    exp = expected_by_key()
+    assert got == [(k, len(exp[k]), sum(exp[k])) for k in range(KEYS)]
+    sorts = sorts_under_fullwindow(out)
+    assert len(sorts) == 1, sorts
+    assert sorts[0]["stageTime"] == 0 and sorts[0]["peakMemory"] > 0, sorts
+    spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    try:
+        out = df.keyBy("k").fullWindowPartition().mapPartition(
+            count_and_sum, "k long, n long, total long")
+        assert sorted(tuple(r) for r in out.collect()) == got
+        sorts = sorts_under_fullwindow(out)
+        assert len(sorts) == 1 and sorts[0]["stageTime"] == -1 and sorts[0]["peakMemory"] > 0, sorts
+    finally:
+        spark.conf.unset("spark.sql.codegen.wholeStage")
 
 
 def test_map_partition_no_second_exchange_when_already_clustered(df):

@@ -62,7 +62,7 @@ case class FullWindowCoGroupExec(
     val rightOut = right.output
     val lKeys = leftKeys
     val rKeys = rightKeys
-    left.execute().zipPartitions(right.execute()) { (l, r) =>
+    ChildRows(left).zipPartitions(ChildRows(right)) { (l, r) =>
       val merge = new MergeByKey(
         l, r,
         UnsafeProjection.create(lKeys, leftOut),

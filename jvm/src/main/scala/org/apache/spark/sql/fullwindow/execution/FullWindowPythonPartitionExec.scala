@@ -58,7 +58,7 @@ trait FullWindowUnaryPythonExec extends UnaryExecNode with PythonSQLMetrics {
       pandas)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
-    child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
+    ChildRows(child).mapPartitionsWithIndexInternal { (index, rows) =>
       python.evalCounting(index, rows, rowsIn, rowsOut)
     }
   }

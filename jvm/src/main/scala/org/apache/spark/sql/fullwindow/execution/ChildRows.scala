@@ -1,0 +1,23 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.{InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
+
+/**
+ * The rows of a Python exec's child. A child that is a code-generated stage holding nothing but
+ * a local sort (the SortExec EnsureRequirements puts under a keyed or coGroup node, over its
+ * exchange) is run as that SortExec alone: the stage would hand each sorted row over through its
+ * output buffer (an append to a linked list and a call back into the stage per row, ~9% of the
+ * JVM time of a keyed pandas form at a few large keys, benchmarks/notes/keyed.md), while the
+ * sort's own execute() returns its sorter's iterator. It is the path Spark itself takes when
+ * whole-stage code generation is off or fails to compile, with the same sorter and the same
+ * metrics on the same Sort node; only the stage's own timing metric stays empty.
+ */
+object ChildRows {
+  def apply(child: SparkPlan): RDD[InternalRow] = child match {
+    case WholeStageCodegenExec(sort: SortExec) if sort.child.isInstanceOf[InputAdapter] =>
+      sort.execute()
+    case other => other.execute()
+  }
+}
