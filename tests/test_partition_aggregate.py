@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, num_partitions, partitions
+from helpers import executed_plan, num_partitions, partitions, sorts_under_fullwindow
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,17 @@ def test_sql_hint_aggregate_with_group_by(spark, view):
     assert parts == [[(0, 2), (1, 1)], [(0, 4), (1, 8)], [], []]
     plan = executed_plan(q)
     assert "FullWindowAggregate" in plan and "Exchange" not in plan
+
+
+def test_a_sort_over_a_shuffle_runs_outside_its_codegen_stage(spark):
+    spark.range(100).selectExpr("id % 3 AS k", "id AS v").repartition(5, "k") \
+        .createOrReplaceTempView("fw_agg_shuffled")
+    q = spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ k, sum(v) AS s FROM fw_agg_shuffled "
+                  "GROUP BY k")
+    got = q.collect()
+    assert sorted(set(r.k for r in got)) == [0, 1, 2] and sum(r.s for r in got) == sum(range(100))
+    sorts = sorts_under_fullwindow(q)
+    assert len(sorts) == 1 and sorts[0]["stageTime"] == 0 and sorts[0]["peakMemory"] > 0, sorts
 
 
 def test_sql_hint_group_by_with_order_by_and_having(spark, view):

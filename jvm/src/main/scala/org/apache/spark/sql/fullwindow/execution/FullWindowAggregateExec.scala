@@ -50,7 +50,7 @@ case class FullWindowAggregateExec(
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     val aggTime = longMetric("aggTime")
-    child.execute().mapPartitionsWithIndexInternal { (index, rows) =>
+    ChildRows(child).mapPartitionsWithIndexInternal { (index, rows) =>
       if (!rows.hasNext) {
         Iterator.empty // an empty partition has no window, hence no row
       } else {
