@@ -5,10 +5,15 @@
    bar >= 0.9 (the plan is the same; only the client path differs). A control pair runs
    Spark's own ``mapInArrow`` (a pass-through function) on both sessions: what Spark Connect
    itself costs a Python job, with no fullwindow in it (no bar).
-2. Over Connect, fullwindow against the native alternative, both over Connect: keyed
-   ``mapPartition`` vs ``groupBy().applyInPandas`` (bar >= 1.5) and ``coGroup`` vs
-   ``cogroup().applyInPandas`` (bar >= 2), the same functions and data as the classic
-   ``keyed_map_partition`` and ``cogroup`` cases (benchmarks/cases/keyed.py).
+2. Over Connect, fullwindow against every native form of the same shape that the line offers,
+   all over Connect, as the classic harness measures them (benchmarks/natives.py): keyed
+   ``mapPartition`` against the native row forms (``transformWithState`` with Rows, a Python
+   UDTF over ``asTable().partitionBy``; bar >= 3) with ``groupBy().applyInPandas`` as a second
+   column, and ``coGroup`` against ``cogroup().applyInArrow`` and ``cogroup().applyInPandas``
+   (bar >= 1.3); the ratio that counts is against the fastest of them. The same functions and
+   data as the classic ``keyed_map_partition`` and ``cogroup`` cases (benchmarks/cases/keyed.py).
+   A native form that fails over Connect is named with its error; one whose first run took over
+   3x the fastest native form's is named with that time and not timed again.
 
 A classic session and a Connect session cannot share a process, so the runs happen in worker
 processes the parent starts (``fullwindow.session(master=...)`` or
@@ -23,8 +28,8 @@ talking to it over gRPC); only one run is in flight at any moment.
   benchmarks/notes/connect.md.) Besides wall time, every run records the CPU seconds its
   process tree used (the session's process, its JVM, the Python workers; from /proc): on a
   machine shared with other work, wall time also measures the others, CPU time does not.
-- fullwindow vs the native alternative over Connect (part 2): one Connect process for the
-  whole part, alternating within a round which variant of a pair goes first, as before.
+- fullwindow vs the native forms over Connect (part 2): one Connect process for the whole
+  part; the order of ours and the native forms rotates from round to round.
 
 Inputs are Parquet files written once by a classic process and read by all.
 
@@ -55,8 +60,8 @@ CONF = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "4", "spark
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.files.maxPartitionBytes": "1g", "spark.sql.files.openCostInBytes": "1g"}
 
-# (name, left: (worker, variant), right: (worker, variant), bar, what); part 1 = the pairs whose
-# two sides are different session kinds (fresh processes per round), part 2 = the others
+# part 1: (name, left: (worker, variant), right: (worker, variant), bar, what); the two sides
+# are different session kinds, run in fresh processes per round
 PAIRS = [
     ("map_partition: Connect vs classic", ("classic", "map_partition"),
      ("connect", "map_partition"), 0.9,
@@ -67,14 +72,21 @@ PAIRS = [
     ("control: Spark's mapInArrow, Connect vs classic", ("classic", "map_in_arrow"),
      ("connect", "map_in_arrow"), None,
      "spark.read.parquet(...).mapInArrow(pass-through): Spark Connect's own cost, no fullwindow"),
-    ("keyed_map_partition vs applyInPandas, both over Connect", ("connect", "apply_in_pandas"),
-     ("connect", "keyed_map_partition"), 1.5,
-     "as keyed_map_partition vs groupBy('k').applyInPandas(count_sum_pd)"),
-    ("coGroup vs cogroup().applyInPandas, both over Connect", ("connect", "cogroup_pandas"),
-     ("connect", "cogroup"), 2.0,
-     "as the classic cogroup case: right side half the rows, 10,000 keys"),
 ]
 
+
+# part 2, over Connect: (name, ours: variant, natives: the shape in _natives, baseline: variant,
+# baseline counted in the headline?, bar, what)
+SHAPES = [
+    ("keyed mapPartition (rows), over Connect", "keyed_map_partition", "keyed_rows",
+     "apply_in_pandas", False, 3.0,
+     "keyBy('k').fullWindowPartition().mapPartition(count_sum), 10,000 keys, against the native "
+     "row forms; groupBy('k').applyInPandas(count_sum_pd) as the second column"),
+    ("coGroup apply (rows), over Connect", "cogroup", "cogroup", "cogroup_pandas", True, 1.3,
+     "as the classic cogroup case (right side half the rows, 10,000 keys), against "
+     "cogroup().applyInArrow and cogroup().applyInPandas"),
+]
+DROP_FACTOR = 3.0
 
 # ---- the worker processes ----------------------------------------------------------------
 
@@ -115,6 +127,20 @@ def _variants(spark, paths: dict[str, str]) -> dict[str, Any]:
         "cogroup_pandas": lambda: run_noop(read("left").groupBy("k").cogroup(
             read("right").groupBy("k")).applyInPandas(cogroup_count_sum_pd, _COGROUP_SCHEMA)),
     }
+
+
+def _natives(spark, paths: dict[str, str], shape: str) -> dict[str, Any]:
+    """The native forms of ``shape`` this line offers (benchmarks/natives.py), by name, each
+    run over the Connect session's DataFrames."""
+    from benchmarks import natives
+
+    def read(name):
+        return spark.read.parquet(paths[name])
+
+    if shape == "keyed_rows":
+        return {f.name: (lambda f=f: f.run(read("keyed"))) for f in natives.keyed_row_natives()}
+    return {f.name: (lambda f=f: f.run((read("left"), read("right"))))
+            for f in natives.cogroup_natives()}
 
 
 def _inputs(spark, rows: int, out_dir: str) -> dict[str, str]:
@@ -207,10 +233,19 @@ def _worker(kind: str) -> int:
             elif cmd["op"] == "use":
                 variants = _variants(spark, cmd["paths"])
                 answer({"ok": True})
+            elif cmd["op"] == "natives":
+                forms = _natives(spark, cmd["paths"], cmd["shape"])
+                variants.update(forms)
+                answer({"variants": list(forms)})
             elif cmd["op"] == "run":
                 c0 = _tree_cpu()
                 t0 = time.perf_counter()
-                variants[cmd["variant"]]()
+                try:
+                    variants[cmd["variant"]]()
+                except Exception as e:  # noqa: BLE001  (a native form this server refuses)
+                    answer({"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
+                            if str(e).strip() else type(e).__name__})
+                    continue
                 t1 = time.perf_counter()
                 answer({"seconds": t1 - t0, "cpu": _tree_cpu() - c0})
             elif cmd["op"] == "stop":
@@ -225,7 +260,8 @@ class _Worker:
         self.kind = kind
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.connect", "--worker", kind],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            cwd=os.path.dirname(HERE), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            bufsize=1)
         self.ask(None)
 
     def ask(self, cmd: dict | None) -> dict:
@@ -256,84 +292,156 @@ def _load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _part(pair: tuple) -> int:
-    return 1 if pair[1][0] != pair[2][0] else 2
+def _pair_result(name: str, what: str, left: str, right: str, t: dict[str, list[float]],
+                 bar: float | None) -> dict[str, Any]:
+    """One comparison: per-round ratios left / right, by wall time and by CPU."""
+    ratio = _stats([a / b for a, b in zip(t["left"], t["right"])])
+    cpu_ratio = _stats([a / b for a, b in zip(t["left_cpu"], t["right_cpu"]) if b > 0])
+    return {"name": name, "what": what, "left": left, "right": right,
+            "left_time": _stats(t["left"]), "right_time": _stats(t["right"]), "ratio": ratio,
+            "left_cpu": _stats(t["left_cpu"]), "right_cpu": _stats(t["right_cpu"]),
+            "cpu_ratio": cpu_ratio, "bar": bar,
+            "verdict": ("control" if bar is None else
+                        "PASS" if ratio["median"] >= bar else "MISS")}
 
 
-def run(rows: int, rounds: int, warmup: int, out_dir: str, parts: tuple[int, ...] = (1, 2)
-        ) -> dict[str, Any]:
-    pairs = [p for p in PAIRS if _part(p) in parts]
-    times = {p[0]: {"left": [], "right": [], "left_cpu": [], "right_cpu": []} for p in pairs}
-    loads: list[float] = []
-
-    def note(name, side, ans):
-        times[name][side].append(ans["seconds"])
-        times[name][side + "_cpu"].append(ans["cpu"])
-
-    w = _Worker("classic")
-    try:
-        paths = w.ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
-    finally:
-        w.stop()
-    part1 = [p for p in pairs if _part(p) == 1]
-    for r in range(rounds if part1 else 0):
+def _run_part1(paths: dict[str, str], rounds: int, loads: list[float]) -> list[dict[str, Any]]:
+    times = {p[0]: {"left": [], "right": [], "left_cpu": [], "right_cpu": []} for p in PAIRS}
+    for r in range(rounds):
         loads.append(_load_average()[0])
         kinds = ["classic", "connect"] if r % 2 == 0 else ["connect", "classic"]
         for kind in kinds:
             w = _Worker(kind)
             try:
                 w.ask({"op": "use", "paths": paths})
-                for name, left, right, _, _ in part1:
+                for name, left, right, _, _ in PAIRS:
                     side, (_, variant) = ("left", left) if left[0] == kind else ("right", right)
                     w.ask({"op": "run", "variant": variant})  # the process's first: untimed
-                    note(name, side, w.ask({"op": "run", "variant": variant}))
+                    ans = w.ask({"op": "run", "variant": variant})
+                    times[name][side].append(ans["seconds"])
+                    times[name][side + "_cpu"].append(ans["cpu"])
             finally:
                 w.stop()
         print(f"[connect bench] part 1 round {r + 1}/{rounds} done, load {_load_average()}",
               file=sys.stderr, flush=True)
-    part2 = [p for p in pairs if _part(p) == 2]
-    if part2:
-        w = _Worker("connect")
-        try:
-            w.ask({"op": "use", "paths": paths})
-            for r in range(warmup + rounds):
-                loads.append(_load_average()[0])
-                for name, left, right, _, _ in part2:
-                    order = [("left", left), ("right", right)]
-                    if r % 2:
-                        order.reverse()
-                    for side, (_, variant) in order:
-                        ans = w.ask({"op": "run", "variant": variant})
-                        if r >= warmup:
-                            note(name, side, ans)
-                print(f"[connect bench] part 2 round {r + 1}/{warmup + rounds} done, load "
-                      f"{_load_average()}", file=sys.stderr, flush=True)
-        finally:
-            w.stop()
+    return [_pair_result(name, what, f"{left[0]} {left[1]}", f"{right[0]} {right[1]}",
+                         times[name], bar) for name, left, right, bar, what in PAIRS]
+
+
+def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[float]
+               ) -> list[dict[str, Any]]:
+    """Ours and every native form of each shape in one Connect process; the order of the forms
+    rotates by round. After the first round, a native form (not the baseline) that took over
+    DROP_FACTOR times the fastest native form is not run again; one that failed is dropped."""
+    w = _Worker("connect")
+    try:
+        w.ask({"op": "use", "paths": paths})
+        shapes = []
+        for name, ours, shape, baseline, baseline_counts, bar, what in SHAPES:
+            forms = w.ask({"op": "natives", "paths": paths, "shape": shape})["variants"]
+            shapes.append({"name": name, "ours": ours, "baseline": baseline,
+                           "baseline_counts": baseline_counts, "bar": bar, "what": what,
+                           "variants": [ours, baseline, *forms], "times": {}, "cpu": {},
+                           "dropped": {}})
+        for r in range(warmup + rounds):
+            loads.append(_load_average()[0])
+            for sh in shapes:
+                live = [v for v in sh["variants"] if v not in sh["dropped"]]
+                shift = r % len(live)
+                for variant in live[shift:] + live[:shift]:
+                    ans = w.ask({"op": "run", "variant": variant})
+                    if "error" in ans:
+                        if variant in (sh["ours"], sh["baseline"]):
+                            raise RuntimeError(f"{variant} failed over Connect: {ans['error']}")
+                        sh["dropped"][variant] = f"fails over Connect ({ans['error']})"
+                    elif r >= warmup:
+                        sh["times"].setdefault(variant, []).append(ans["seconds"])
+                        sh["cpu"].setdefault(variant, []).append(ans["cpu"])
+                    if r == 0 and "error" not in ans:
+                        sh.setdefault("first", {})[variant] = ans["seconds"]
+                if r == 0 and rounds + warmup > 1:
+                    _drop_slow(sh)
+            print(f"[connect bench] part 2 round {r + 1}/{warmup + rounds} done, load "
+                  f"{_load_average()}", file=sys.stderr, flush=True)
+    finally:
+        w.stop()
+    return [_shape_result(sh) for sh in shapes]
+
+
+def _drop_slow(sh: dict[str, Any]) -> None:
+    first = {v: t for v, t in sh.get("first", {}).items()
+             if v not in (sh["ours"], sh["baseline"]) and v not in sh["dropped"]}
+    counted = dict(first)
+    if sh["baseline_counts"] and sh["baseline"] in sh.get("first", {}):
+        counted[sh["baseline"]] = sh["first"][sh["baseline"]]
+    if not counted:
+        return
+    fastest = min(counted.values())
+    for v, t in first.items():
+        if t > DROP_FACTOR * fastest:
+            sh["dropped"][v] = f"not timed: its first run took {t:.1f} s"
+            sh["times"].pop(v, None)
+            sh["cpu"].pop(v, None)
+
+
+def _shape_result(sh: dict[str, Any]) -> dict[str, Any]:
+    """The comparison against the fastest native form (by median time) among those the shape's
+    bar counts, and the baseline's ratio beside it."""
+    natives = [v for v in sh["variants"] if v not in (sh["ours"], sh["baseline"])]
+    counted = [v for v in natives if v in sh["times"] and v not in sh["dropped"]]
+    if sh["baseline_counts"] or not counted:
+        counted.append(sh["baseline"])
+    fastest = min(counted, key=lambda v: _stats(sh["times"][v])["median"])
+
+    def pair(v: str) -> dict[str, list[float]]:
+        return {"left": sh["times"][v], "right": sh["times"][sh["ours"]],
+                "left_cpu": sh["cpu"][v], "right_cpu": sh["cpu"][sh["ours"]]}
+
+    out = _pair_result(sh["name"], sh["what"], f"connect {fastest}", f"connect {sh['ours']}",
+                       pair(fastest), sh["bar"])
+    out["baseline"] = {"name": sh["baseline"],
+                       "ratio": _stats([a / b for a, b in zip(sh["times"][sh["baseline"]],
+                                                              sh["times"][sh["ours"]])])}
+    out["forms"] = {v: sh["dropped"].get(v) or f"{_stats(sh['times'][v])['median']:.2f} s"
+                    for v in [sh["baseline"], *natives]}
+    return out
+
+
+def run(rows: int, rounds: int, warmup: int, out_dir: str, parts: tuple[int, ...] = (1, 2)
+        ) -> dict[str, Any]:
+    loads: list[float] = []
+    w = _Worker("classic")
+    try:
+        paths = w.ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
+    finally:
+        w.stop()
     results = []
-    for name, left, right, bar, what in pairs:
-        t = times[name]
-        ratio = _stats([a / b for a, b in zip(t["left"], t["right"])])
-        cpu_ratio = _stats([a / b for a, b in zip(t["left_cpu"], t["right_cpu"]) if b > 0])
-        results.append({"name": name, "what": what, "left": f"{left[0]} {left[1]}",
-                        "right": f"{right[0]} {right[1]}", "left_time": _stats(t["left"]),
-                        "right_time": _stats(t["right"]), "ratio": ratio,
-                        "left_cpu": _stats(t["left_cpu"]), "right_cpu": _stats(t["right_cpu"]),
-                        "cpu_ratio": cpu_ratio, "bar": bar,
-                        "verdict": ("control" if bar is None else
-                                    "PASS" if ratio["median"] >= bar else "MISS")})
+    if 1 in parts:
+        results += _run_part1(paths, rounds, loads)
+    if 2 in parts:
+        results += _run_part2(paths, rounds, warmup, loads)
     return {"rows": rows, "rounds": rounds, "warmup": warmup, "partitions": PARTITIONS,
             "parts": list(parts), "load_average_per_round": loads, "results": results}
 
 
+def _forms_cell(result: dict[str, Any]) -> str:
+    if "forms" not in result:
+        return "–"
+    forms = "; ".join(f"{name}: {what}" for name, what in result["forms"].items())
+    base = result["baseline"]
+    return f"{forms}; ours vs {base['name']}: {_fmt_ratio(base['ratio'])}"
+
+
 def _markdown(record: dict[str, Any]) -> str:
-    header = ["comparison", "baseline (time)", "ours (time)", "ratio baseline/ours", "bar",
-              "verdict", "CPU seconds baseline / ours (ratio)"]
+    header = ["comparison", "fastest native, or the other side (time)", "ours (time)",
+              "ratio native/ours", "bar", "verdict", "CPU seconds native / ours (ratio)",
+              "every native form over Connect (median), and the baseline's ratio"]
     rows = [[r["name"], f"{r['left']}: {_fmt_time(r['left_time'])}",
              f"{r['right']}: {_fmt_time(r['right_time'])}", _fmt_ratio(r["ratio"]),
              "–" if r["bar"] is None else f"≥ {r['bar']}×", r["verdict"],
              f"{r['left_cpu']['median']:.2f} / {r['right_cpu']['median']:.2f} s "
-             f"({_fmt_ratio(r['cpu_ratio'])})" if r.get("cpu_ratio") else "–"]
+             f"({_fmt_ratio(r['cpu_ratio'])})" if r.get("cpu_ratio") else "–",
+             _forms_cell(r)]
             for r in record["results"]]
     loads = record["load_average_per_round"]
     return "\n".join([
@@ -341,7 +449,8 @@ def _markdown(record: dict[str, Any]) -> str:
         f"Command: `{record['command']}` ({record['date']}); {record['rows']:,} rows, "
         f"{record['partitions']} partitions, {record['rounds']} timed rounds (Connect vs "
         f"classic: a fresh process per side per round, each variant once untimed first; over "
-        f"Connect: one process, {record['warmup']} warm-up rounds), medians [min–max]; CPU = "
+        f"Connect: one process, {record['warmup']} warm-up rounds, every native form of the shape "
+        f"the line has, ratio to the fastest), medians [min–max]; CPU = "
         f"seconds used by the session's whole process tree during the run; 1-minute load "
         f"average at the start of each round {min(loads):.1f}–{max(loads):.1f} (2 cores).",
         "",

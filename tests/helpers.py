@@ -59,29 +59,54 @@ def executed_plan(df: DataFrame) -> str:
 
 
 def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
-    """For each local sort feeding a FullWindow node of ``df``'s executed plan (classic only):
+    """For each local sort feeding a FullWindow node of ``df``'s executed plan, after an action:
     the sort's peak memory, and the time its whole-stage-codegen stage (when it sits in one)
-    spent producing rows, -1 when it sits in none."""
+    spent producing rows, -1 when it sits in none. Over Spark Connect, from the metrics the
+    server sent with the last result (clients from 4.0 on keep them)."""
+    found = []
+
+    def record(stage_time: int | None, peak_memory: int) -> None:
+        found.append({"peakMemory": int(peak_memory),
+                      "stageTime": -1 if stage_time is None else int(stage_time)})
+
+    if is_connect(df):
+        from fullwindow._compat import connect_execution_metrics
+
+        nodes = connect_execution_metrics(df)._metrics
+        children: dict[int, list[Any]] = {}
+        for n in nodes:
+            children.setdefault(n.parent_plan_id, []).append(n)
+
+        def metric(node, name):
+            return next(m.value for m in node.metrics if m.name == name)
+
+        for node in nodes:
+            if node.name.startswith("FullWindow"):
+                for child in children.get(node.plan_id, []):
+                    stage, sort = None, child
+                    if child.name.startswith("WholeStageCodegen"):
+                        stage, sort = child, children[child.plan_id][0]
+                    if sort.name == "Sort":
+                        record(None if stage is None else metric(stage, "pipelineTime"),
+                               metric(sort, "peakMemory"))
+        return found
     plan = df._jdf.queryExecution().executedPlan()
     stack = [plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan]
-    found = []
     while stack:
         node = stack.pop()
         if node.nodeName().endswith("QueryStage"):
             stack.append(node.plan())
-        children = [node.children().apply(i) for i in range(node.children().size())]
-        stack.extend(children)
+        kids = [node.children().apply(i) for i in range(node.children().size())]
+        stack.extend(kids)
         if not node.nodeName().startswith("FullWindow"):
             continue
-        for child in children:
+        for child in kids:
             stage, sort = None, child
             if child.nodeName().startswith("WholeStageCodegen"):
                 stage, sort = child, child.children().apply(0)
             if sort.nodeName() == "Sort":
-                found.append({
-                    "peakMemory": int(sort.metrics().apply("peakMemory").value()),
-                    "stageTime": -1 if stage is None else
-                    int(stage.metrics().apply("pipelineTime").value())})
+                record(None if stage is None else stage.metrics().apply("pipelineTime").value(),
+                       sort.metrics().apply("peakMemory").value())
     return found
 
 

@@ -252,3 +252,38 @@ def test_a_case_whose_named_native_forms_the_line_lacks_has_no_bar_there():
                          {**only_pandas, "native:applyInArrow (table)": [1.1, 1.1]})
     assert with_arrow["status"] == "MISS"
     assert with_arrow["fastest_native"] == "native:applyInArrow (table)"
+
+
+def test_connect_benchmark_measures_every_native_form_over_connect(tmp_path):
+    """benchmarks/connect.py part 2, tiny: over a real local Connect server, ours against every
+    native form of the shape this line has; the headline names the fastest of the forms the bar
+    counts, every form is timed or says why not, and the baseline's ratio is kept beside it."""
+    from benchmarks import connect
+    from benchmarks.natives import cogroup_natives, keyed_row_natives
+
+    record = connect.run(rows=20_000, rounds=1, warmup=0, out_dir=str(tmp_path), parts=(2,))
+    by_name = {r["name"]: r for r in record["results"]}
+    assert set(by_name) == {s[0] for s in connect.SHAPES}
+    expected = {
+        "keyed mapPartition (rows), over Connect":
+            ("apply_in_pandas", [f.name for f in keyed_row_natives()]),
+        "coGroup apply (rows), over Connect":
+            ("cogroup_pandas", [f.name for f in cogroup_natives()]),
+    }
+    for name, (baseline, forms) in expected.items():
+        r = by_name[name]
+        assert list(r["forms"]) == [baseline, *forms], r["forms"]
+        for form, what in r["forms"].items():
+            assert re.fullmatch(r"\d+\.\d\d s", what) or what.startswith("fails over Connect ("), \
+                (form, what)
+        fastest = r["left"].removeprefix("connect ")
+        assert re.fullmatch(r"\d+\.\d\d s", r["forms"][fastest]), r
+        assert r["ratio"]["median"] > 0 and r["right_time"]["median"] > 0
+        assert r["baseline"]["name"] == baseline and r["baseline"]["ratio"]["median"] > 0
+    # the row forms' bar counts only the native row forms when one of them runs over Connect
+    keyed = by_name["keyed mapPartition (rows), over Connect"]
+    if any(re.fullmatch(r"\d+\.\d\d s", keyed["forms"][f]) for f in expected[
+            "keyed mapPartition (rows), over Connect"][1]):
+        assert keyed["left"] != "connect apply_in_pandas"
+    assert "| keyed mapPartition (rows), over Connect |" in connect._markdown(
+        {**record, "command": "test", "date": "today"})

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 import fullwindow
 from fullwindow import (EndOfStreamWindows, FullWindowTypeError, KeyTypeMismatchError,
                         StreamingNotSupportedError)
-from helpers import executed_plan, run_python, sorts_under_fullwindow
+from helpers import executed_plan, needs_connect_result_metrics, run_python, sorts_under_fullwindow
 
 EOS = EndOfStreamWindows.get()
 
@@ -83,6 +83,7 @@ def test_plan_two_sorters_no_union(left, right):
     assert "Union" not in plan and "__side" not in plan
 
 
+@needs_connect_result_metrics()
 def test_both_sorts_run_outside_their_codegen_stages(left, right):
     out = co(left, right).apply(summarize, SUMMARY)
     assert sorted((r.k, r.ls, r.rs) for r in out.collect()) == expected()

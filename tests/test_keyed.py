@@ -23,7 +23,8 @@ from fullwindow import (AggregateFunction, EndOfStreamWindows, FullWindowTypeErr
                         FullWindowValueError, KeyedDataFrame, KeyNotSortableError, Order,
                         ProcessWindowFunction, StreamingNotSupportedError)
 from fullwindow.functions import MAX_TIMESTAMP, MIN_TIMESTAMP
-from helpers import executed_plan, partitions, run_python, sorts_under_fullwindow
+from helpers import (executed_plan, needs_connect_result_metrics, partitions,
+                     run_python, sorts_under_fullwindow)
 
 KEYS = 5
 
@@ -103,6 +104,7 @@ def test_map_partition_plan_has_one_exchange_by_key_and_the_named_node(df):
     assert "Sort [k#" in plan
 
 
+@needs_connect_result_metrics()
 def test_the_sort_under_a_keyed_node_runs_outside_its_codegen_stage(spark, df):
     """The SortExec under a keyed Python node hands its sorter's rows straight over: its
     whole-stage-codegen stage never runs (no time recorded), while the sort itself does and

@@ -7,7 +7,8 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, num_partitions, partitions, sorts_under_fullwindow
+from helpers import (executed_plan, needs_connect_result_metrics, num_partitions,
+                     partitions, sorts_under_fullwindow)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,7 @@ def test_sql_hint_aggregate_with_group_by(spark, view):
     assert "FullWindowAggregate" in plan and "Exchange" not in plan
 
 
+@needs_connect_result_metrics()
 def test_a_sort_over_a_shuffle_runs_outside_its_codegen_stage(spark):
     spark.range(100).selectExpr("id % 3 AS k", "id AS v").repartition(5, "k") \
         .createOrReplaceTempView("fw_agg_shuffled")
