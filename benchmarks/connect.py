@@ -424,6 +424,23 @@ def run(rows: int, rounds: int, warmup: int, out_dir: str, parts: tuple[int, ...
             "parts": list(parts), "load_average_per_round": loads, "results": results}
 
 
+def _keep_other_parts(record: dict[str, Any]) -> None:
+    """A run of some parts keeps the stored results of the comparisons it did not run (each
+    with the command, date and rounds of its own run); comparisons no longer defined are gone."""
+    if not os.path.exists(JSON_PATH):
+        return
+    with open(JSON_PATH) as f:
+        old = json.load(f)
+    ran = {r["name"] for r in record["results"]}
+    defined = [p[0] for p in PAIRS] + [s[0] for s in SHAPES]
+    for r in old.get("results", []):
+        if r["name"] in defined and r["name"] not in ran:
+            for key in ("command", "date", "rows", "rounds", "warmup", "load_average_per_round"):
+                r.setdefault(key, old[key])
+            record["results"].append(r)
+    record["results"].sort(key=lambda r: defined.index(r["name"]))
+
+
 def _forms_cell(result: dict[str, Any]) -> str:
     if "forms" not in result:
         return "–"
@@ -443,16 +460,27 @@ def _markdown(record: dict[str, Any]) -> str:
              f"({_fmt_ratio(r['cpu_ratio'])})" if r.get("cpu_ratio") else "–",
              _forms_cell(r)]
             for r in record["results"]]
-    loads = record["load_average_per_round"]
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in record["results"]:
+        key = (r.get("command", record["command"]), r.get("date", record["date"]))
+        runs.setdefault(key, []).append(r)
+    lines = []
+    for (command, date), rs in runs.items():
+        first = rs[0]
+        loads = first.get("load_average_per_round", record["load_average_per_round"])
+        lines.append(
+            f"Command: `{command}` ({date}; {', '.join(r['name'] for r in rs)}): "
+            f"{first.get('rows', record['rows']):,} rows, {record['partitions']} partitions, "
+            f"{first.get('rounds', record['rounds'])} timed rounds, "
+            f"{first.get('warmup', record['warmup'])} warm-up rounds over Connect; 1-minute load "
+            f"average at the start of each round {min(loads):.1f}–{max(loads):.1f} (2 cores).")
     return "\n".join([
         BEGIN,
-        f"Command: `{record['command']}` ({record['date']}); {record['rows']:,} rows, "
-        f"{record['partitions']} partitions, {record['rounds']} timed rounds (Connect vs "
-        f"classic: a fresh process per side per round, each variant once untimed first; over "
-        f"Connect: one process, {record['warmup']} warm-up rounds, every native form of the shape "
-        f"the line has, ratio to the fastest), medians [min–max]; CPU = "
-        f"seconds used by the session's whole process tree during the run; 1-minute load "
-        f"average at the start of each round {min(loads):.1f}–{max(loads):.1f} (2 cores).",
+        *[line + "\n" for line in lines],
+        "Connect vs classic: a fresh process per side per round, each variant once untimed "
+        "first; over Connect: one process, every native form of the shape the line has, ratio "
+        "to the fastest. Medians [min–max]; CPU = seconds used by the session's whole process "
+        "tree during the run.",
         "",
         _markdown_table(header, rows),
         END,
@@ -479,6 +507,12 @@ def main(argv: list[str] | None = None) -> int:
                  tuple(int(x) for x in args.parts.split(",")))
     record["command"] = "python -m benchmarks.connect " + " ".join(argv or sys.argv[1:])
     record["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    for r in record["results"]:
+        r.update(command=record["command"], date=record["date"], rows=record["rows"],
+                 rounds=record["rounds"],
+                 warmup=record["warmup"], load_average_per_round=record["load_average_per_round"])
+    if not args.quick:
+        _keep_other_parts(record)
     text = _markdown(record)
     print(text)
     if not args.quick:
