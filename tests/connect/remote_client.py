@@ -105,7 +105,7 @@ def every_operation(spark) -> dict:
         "k long, nl long, nr long")
     result = {name: sorted(list(r) for r in out.collect()) for name, out in outs.items()}
     state = server_state(spark)
-    return {"results": result, "first_ms": first_ms,
+    return {"results": result, "first_ms": first_ms, "spark_version": spark.version,
             "shipped": state.shipped, "sent_bytes": state.sent_bytes,
             "jar_version": state.jar_version, "python_version": state.python_version}
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import zipfile
 
+import pyspark
 import pytest
 
 import fullwindow
@@ -55,7 +56,10 @@ def server(bare_python):
         yield s
 
 
-def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server):
+def every_operation_result(server: ConnectServer) -> dict:
+    """Runs every operation from a client process against ``server`` (whose Python has no
+    fullwindow), checks each one's result and the package's trip, and returns what the client
+    reported (tests/smoke_connect reuses it on every other line)."""
     kind, out = client_result(start_client(server.url, "all"), server)
     assert kind == "RESULT", out
     # the server's workers import no fullwindow: the package went to the session
@@ -86,6 +90,12 @@ def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server)
     assert forms == ["cogroup_arrow", "cogroup_pandas", "cogroup_rows"]
     for name in forms:
         assert r[name] == cogroup, (name, r[name])
+    return out
+
+
+def test_every_operation_runs_on_a_server_whose_python_has_no_fullwindow(server):
+    out = every_operation_result(server)
+    assert out["spark_version"] == pyspark.__version__  # the server is this venv's Spark
 
 
 def test_two_sessions_at_once_each_get_the_package(server):
