@@ -46,9 +46,10 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
-from benchmarks.harness import HERE, _fmt_ratio, _fmt_time, _markdown_table, _stats
+from benchmarks.harness import (DEFAULT_DROP_FACTOR, HERE, _fmt_ratio, _fmt_time,
+                                _markdown_table, _stats, _too_slow)
 from benchmarks.report import RESULTS_MD
 
 JSON_PATH = os.path.join(HERE, "connect.json")
@@ -86,7 +87,6 @@ SHAPES = [
      "as the classic cogroup case (right side half the rows, 10,000 keys), against "
      "cogroup().applyInArrow and cogroup().applyInPandas"),
 ]
-DROP_FACTOR = 3.0
 
 # ---- the worker processes ----------------------------------------------------------------
 
@@ -103,15 +103,18 @@ def _pass_through(batches):
     yield from batches
 
 
+def _reader(spark, paths: dict[str, str]) -> Callable[[str], Any]:
+    """Reads one of the inputs by name ("keyed", "left", "right")."""
+    return lambda name: spark.read.parquet(paths[name])
+
+
 def _variants(spark, paths: dict[str, str]) -> dict[str, Any]:
     from benchmarks.cases.keyed import (_COGROUP_SCHEMA, _COUNT_SUM_SCHEMA, cogroup_count_sum,
                                         cogroup_count_sum_pd, count_sum, count_sum_pd)
     from benchmarks.data import run_noop
     from fullwindow import EndOfStreamWindows
 
-    def read(name):
-        return spark.read.parquet(paths[name])
-
+    read = _reader(spark, paths)
     return {
         "map_partition": lambda: run_noop(read("keyed").fullWindowPartition().mapPartition(
             _count_sum_partition, "n long, s double")),
@@ -134,9 +137,7 @@ def _natives(spark, paths: dict[str, str], shape: str) -> dict[str, Any]:
     run over the Connect session's DataFrames."""
     from benchmarks import natives
 
-    def read(name):
-        return spark.read.parquet(paths[name])
-
+    read = _reader(spark, paths)
     if shape == "keyed_rows":
         return {f.name: (lambda f=f: f.run(read("keyed"))) for f in natives.keyed_row_natives()}
     return {f.name: (lambda f=f: f.run((read("left"), read("right"))))
@@ -332,7 +333,8 @@ def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[floa
                ) -> list[dict[str, Any]]:
     """Ours and every native form of each shape in one Connect process; the order of the forms
     rotates by round. After the first round, a native form (not the baseline) that took over
-    DROP_FACTOR times the fastest native form is not run again; one that failed is dropped."""
+    the harness's factor (3) times the fastest native form is not run again; one that failed
+    is dropped."""
     w = _Worker("connect")
     try:
         w.ask({"op": "use", "paths": paths})
@@ -369,19 +371,16 @@ def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[floa
 
 
 def _drop_slow(sh: dict[str, Any]) -> None:
-    first = {v: t for v, t in sh.get("first", {}).items()
-             if v not in (sh["ours"], sh["baseline"]) and v not in sh["dropped"]}
-    counted = dict(first)
-    if sh["baseline_counts"] and sh["baseline"] in sh.get("first", {}):
-        counted[sh["baseline"]] = sh["first"][sh["baseline"]]
-    if not counted:
-        return
-    fastest = min(counted.values())
-    for v, t in first.items():
-        if t > DROP_FACTOR * fastest:
-            sh["dropped"][v] = f"not timed: its first run took {t:.1f} s"
-            sh["times"].pop(v, None)
-            sh["cpu"].pop(v, None)
+    """The harness's rule (benchmarks/harness.py ``_too_slow``) on the forms' first runs."""
+    first = sh.get("first", {})
+    warm = {"native": [first[sh["baseline"]]]} if sh["baseline"] in first else {}
+    warm.update({f"native:{v}": [t] for v, t in first.items()
+                 if v not in (sh["ours"], sh["baseline"])})
+    for key, seconds in _too_slow(warm, DEFAULT_DROP_FACTOR, sh["baseline_counts"]).items():
+        variant = key.removeprefix("native:")
+        sh["dropped"][variant] = f"not timed: its first run took {seconds:.1f} s"
+        sh["times"].pop(variant, None)
+        sh["cpu"].pop(variant, None)
 
 
 def _shape_result(sh: dict[str, Any]) -> dict[str, Any]:

@@ -58,55 +58,57 @@ def executed_plan(df: DataFrame) -> str:
     return plan.toString()
 
 
-def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
-    """For each local sort feeding a FullWindow node of ``df``'s executed plan, after an action:
-    the sort's peak memory, and the time its whole-stage-codegen stage (when it sits in one)
-    spent producing rows, -1 when it sits in none. Over Spark Connect, from the metrics the
-    server sent with the last result (clients from 4.0 on keep them)."""
-    found = []
-
-    def record(stage_time: int | None, peak_memory: int) -> None:
-        found.append({"peakMemory": int(peak_memory),
-                      "stageTime": -1 if stage_time is None else int(stage_time)})
-
+def _plan_nodes(df: DataFrame, metrics: tuple[str, ...]) -> list[tuple[str, dict, list]]:
+    """``df``'s executed plan after an action as (name, {metric: value}, children) trees, the
+    roots first, with the named metrics a node has; query stages are opened. Over Spark Connect,
+    from the metrics the server sent with the last result (clients from 4.0 on keep them)."""
     if is_connect(df):
         from fullwindow._compat import connect_execution_metrics
 
-        nodes = connect_execution_metrics(df)._metrics
-        children: dict[int, list[Any]] = {}
-        for n in nodes:
-            children.setdefault(n.parent_plan_id, []).append(n)
+        sent = connect_execution_metrics(df)._metrics
+        ids = {n.plan_id for n in sent}
+        # a root names itself (or a node not sent) as its parent
+        roots = [n for n in sent if n.parent_plan_id == n.plan_id or n.parent_plan_id not in ids]
+        kids: dict[int, list[Any]] = {}
+        for n in sent:
+            if n not in roots:
+                kids.setdefault(n.parent_plan_id, []).append(n)
 
-        def metric(node, name):
-            return next(m.value for m in node.metrics if m.name == name)
+        def from_connect(n):
+            return (n.name, {m.name: m.value for m in n.metrics if m.name in metrics},
+                    [from_connect(c) for c in kids.get(n.plan_id, [])])
 
-        for node in nodes:
-            if node.name.startswith("FullWindow"):
-                for child in children.get(node.plan_id, []):
-                    stage, sort = None, child
-                    if child.name.startswith("WholeStageCodegen"):
-                        stage, sort = child, children[child.plan_id][0]
-                    if sort.name == "Sort":
-                        record(None if stage is None else metric(stage, "pipelineTime"),
-                               metric(sort, "peakMemory"))
-        return found
-    plan = df._jdf.queryExecution().executedPlan()
-    stack = [plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan]
-    while stack:
-        node = stack.pop()
+        return [from_connect(n) for n in roots]
+
+    def from_jvm(node):
         if node.nodeName().endswith("QueryStage"):
-            stack.append(node.plan())
-        kids = [node.children().apply(i) for i in range(node.children().size())]
-        stack.extend(kids)
-        if not node.nodeName().startswith("FullWindow"):
+            return from_jvm(node.plan())
+        m = node.metrics()
+        return (node.nodeName(), {k: m.apply(k).value() for k in metrics if m.contains(k)},
+                [from_jvm(node.children().apply(i)) for i in range(node.children().size())])
+
+    plan = df._jdf.queryExecution().executedPlan()
+    return [from_jvm(plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan)]
+
+
+def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
+    """For each local sort feeding a FullWindow node of ``df``'s executed plan, after an action:
+    the sort's peak memory, and the time its whole-stage-codegen stage (when it sits in one)
+    spent producing rows, -1 when it sits in none."""
+    found = []
+    stack = _plan_nodes(df, ("pipelineTime", "peakMemory"))
+    while stack:
+        name, _, children = stack.pop()
+        stack.extend(children)
+        if not name.startswith("FullWindow"):
             continue
-        for child in kids:
+        for child in children:
             stage, sort = None, child
-            if child.nodeName().startswith("WholeStageCodegen"):
-                stage, sort = child, child.children().apply(0)
-            if sort.nodeName() == "Sort":
-                record(None if stage is None else stage.metrics().apply("pipelineTime").value(),
-                       sort.metrics().apply("peakMemory").value())
+            if child[0].startswith("WholeStageCodegen"):
+                stage, sort = child, child[2][0]
+            if sort[0] == "Sort":
+                found.append({"peakMemory": int(sort[1]["peakMemory"]),
+                              "stageTime": -1 if stage is None else int(stage[1]["pipelineTime"])})
     return found
 
 
