@@ -77,6 +77,12 @@ class Case:
     # baseline is the headline then (DESIGN names applyInPandas for 3.5's keyed rows); False,
     # the case has no bar on that line (3.5 has no Arrow form to hold the keyed Arrow cases to)
     baseline_stands_in: bool = True
+    # The native forms (by name) the bar is judged against when DESIGN's row names fewer forms
+    # than the headline counts (keyed mapPartitionInPandas: the iterator applyInPandas on 4.1+,
+    # while the headline is against the fastest pandas form, whole-group applyInPandas
+    # included): the fastest of these the line has, the baseline ``native`` on a line with none
+    # of them. Empty: the bar is judged on the headline ratio.
+    bar_natives: tuple[str, ...] = ()
 
     def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
         n = rows if rows is not None else (self.quick_rows if quick else self.rows)
