@@ -1,10 +1,11 @@
-"""What a pandas coGroup form must spend per key, whoever runs it: each side's records become a
-pandas DataFrame (here with fullwindow's decoder, and with pyarrow's own ``to_pandas`` for
-comparison, and as what fullwindow hands out: slices of a batch decoded once) and the user's function runs on them (the cogroup_in_pandas case's
-``cogroup_count_sum_frames``: two ``len`` + ``sum`` and a one-row ``pd.DataFrame``), at the
-case's 10,000-key sizes (200 left and 100 right records a key); also what gathering the one-row
-results costs (one ``pd.concat``). Python CPU per key, no Spark (benchmarks/notes/keyed.md,
-"the pandas coGroup bar at 10,000 keys").
+"""What a pandas coGroup form must spend per key, whoever runs it: each side's records handed
+over as a pandas DataFrame (as fullwindow does, slices of a batch decoded once; and, for
+comparison, two frames built per key with fullwindow's decoder and with pyarrow's own
+``to_pandas``), the user's function run on them (the cogroup_in_pandas case's
+``cogroup_count_sum_frames``: two ``len`` + ``sum`` and a one-row ``pd.DataFrame``), and the
+one-row results gathered (one ``pd.concat``), at the case's 10,000-key sizes (200 left and 100
+right records a key). Python CPU per key, no Spark (benchmarks/notes/keyed.md, "The coGroup
+applyInPandas bar at 10,000 keys").
 Usage: python benchmarks/experiments/pandas_per_key.py [CALLS]   (default 3000)
 """
 import os
