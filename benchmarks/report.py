@@ -40,7 +40,10 @@ def rank_natives(case: Case, res: dict[str, Any]) -> None:
     fastest = min(contenders, key=lambda v: res["variant_stats"][v]["median"])
     res["fastest_native"] = fastest
     res["fastest_native_name"] = natives[fastest]["name"]
-    res["best_ratios"] = [n / o for o, n in zip(res["times"]["ours"], res["times"][fastest])]
+
+    def ratios_to(v: str) -> list[float]:
+        return [n / o for o, n in zip(res["times"]["ours"], res["times"][v])]
+    res["best_ratios"] = ratios_to(fastest)
     res["best_ratio_stats"] = _stats(res["best_ratios"])
     res.pop("bar_native_name", None)
     res.pop("bar_ratio_stats", None)
@@ -49,8 +52,7 @@ def rank_natives(case: Case, res: dict[str, Any]) -> None:
         against = min(judged, key=lambda v: res["variant_stats"][v]["median"])
         if against != fastest:
             res["bar_native_name"] = natives[against]["name"]
-            res["bar_ratio_stats"] = _stats(
-                [n / o for o, n in zip(res["times"]["ours"], res["times"][against])])
+            res["bar_ratio_stats"] = _stats(ratios_to(against))
 
 
 def judge(case: Case, res: dict[str, Any]) -> dict[str, Any]:

@@ -4,10 +4,10 @@ process, the forms interleaved round by round (benchmarks/notes/keyed.md, "Cold 
 
 In the harness every form shares one session and the forms run in turn during its warm-up, so the
 form that runs first pays the JVM's and the workers' warm-up for all of them. Here each process
-builds its session with the harness's settings (-Xms = spark.driver.memory), runs one plain
-Spark query over the input (``groupBy('k').count()``: Spark's own first-query cost, the same for
-every form), then the form three times: run 1 is the cold figure, runs 2-3 show how fast it
-settles.
+builds its session with the harness's settings (its base settings, the keyed cases' own, -Xms =
+spark.driver.memory), runs one plain Spark query over the input (``groupBy('k').count()``:
+Spark's own first-query cost, the same for every form), then the form three times: run 1 is the
+cold figure, runs 2-3 show how fast it settles.
 
 Usage: python benchmarks/experiments/cold_start.py [ROUNDS] [KEYS]   (default 3 8)
 """
@@ -41,13 +41,12 @@ def _one(form: str, keys: int) -> None:
     import fullwindow
     from benchmarks.cases import keyed
     from benchmarks.data import parquet_input
+    from benchmarks.harness import BASE_CONF, full_heap
     from benchmarks.registry import Scale
     py = sys.executable
-    spark = fullwindow.session(master="local[2]", conf={
-        "spark.driver.memory": "4g", "spark.driver.extraJavaOptions": "-Xms4g",
-        "spark.sql.shuffle.partitions": 4, "spark.pyspark.python": py,
-        "spark.pyspark.driver.python": py, "spark.sql.files.maxPartitionBytes": "1g",
-        "spark.sql.files.openCostInBytes": "1g"})
+    spark = fullwindow.session(master="local[2]", conf=full_heap({
+        **BASE_CONF, **keyed._CONF, "spark.pyspark.python": py,
+        "spark.pyspark.driver.python": py}))
     scale = Scale(rows=2_000_000, partitions=4, quick=False,
                   out_dir=os.path.join(_HERE, "..", "out"), seed=42)
     data = parquet_input(spark, scale, f"keyed-k{keys}", keyed._columns(keys))
