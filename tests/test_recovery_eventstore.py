@@ -200,3 +200,66 @@ def test_hadoop_file_system_uri(spark, tmp_path):
     assert [e["partition"] for e in EventStore.read_all(uri, fs)] == list(range(6))
     # the same bytes as the local store writes: readable without the JVM too
     assert [e["partition"] for e in read(tmp_path / "events")] == list(range(6))
+
+
+# -- fencing: what a driver writes after a later driver took its lease over does not count ------
+
+def fenced_runs(directory: str, fs=None, objects: bool = False) -> None:
+    """Two runs on the store of ``directory`` as two drivers would make them: A writes, B starts
+    (its first event names what it read of A's segment), A runs on and writes more, and a third
+    run C starts after B. Every reader, B's successor included, sees A's events up to B's start
+    and B's: A's later writes do not count. Shared by the local, HDFS and S3 tests."""
+    from fullwindow.recovery.eventstore import RUN_STARTED
+
+    def open_run(epoch: int) -> EventStore:
+        read: dict = {}
+        EventStore.read_segments(directory, fs, sizes=read)
+        return EventStore(directory, flush_interval=0.01, fs=fs, objects=objects,
+                          first={"type": RUN_STARTED, "epoch": epoch, "read": read})
+
+    a = open_run(1)
+    for i in range(3):
+        a.append(ev(i))
+    a.flush()
+    b = open_run(2)
+    for i in range(3, 6):
+        a.append(ev(i))  # A runs on: stopped past its timeout, it has not noticed yet
+    a.flush()
+    b.append(ev(100))
+    b.flush()
+    assert [e["partition"] for e in EventStore.read_all(directory, fs)] == [0, 1, 2, 100]
+    a.close()
+    b.close()
+    c = open_run(3)
+    c.append(ev(200))
+    c.close()
+    assert [e["partition"] for e in EventStore.read_all(directory, fs)] == [0, 1, 2, 100, 200]
+    # a driver with a lower epoch whose segment appears only after B's start (it took epoch 1,
+    # stalled before opening its store, and B took epoch 2 meanwhile) counts not at all
+    late = EventStore(directory, flush_interval=0.01, fs=fs, objects=objects,
+                      first={"type": RUN_STARTED, "epoch": 1, "read": {}})
+    late.append(ev(300))
+    late.close()
+    assert [e["partition"] for e in EventStore.read_all(directory, fs)] == [0, 1, 2, 100, 200]
+
+
+@pytest.mark.parametrize("objects", [False, True], ids=["appended", "objects"])
+def test_a_later_runs_fence_hides_what_an_earlier_driver_writes_after_it(tmp_path, objects):
+    fenced_runs(str(tmp_path), objects=objects)
+
+
+def test_object_segments_write_one_object_per_flush_and_read_in_order(tmp_path):
+    """A store without append: each flush is an object of its own (``<segment>.<seq>.log``),
+    created if absent; reading joins them in order, and a segment whose object is missing is
+    read up to the gap, with a warning."""
+    store = EventStore(str(tmp_path), flush_interval=0.01, objects=True)
+    for i in range(30):
+        store.append(ev(i))
+        if i % 10 == 9:
+            store.flush()
+    store.close()
+    names = sorted(os.listdir(tmp_path))
+    assert len(names) == 3 and all(n.endswith(f".{k:09d}.log") for k, n in enumerate(names))
+    assert [e["partition"] for e in read(tmp_path)] == list(range(30))
+    os.remove(tmp_path / names[1])
+    assert [e["partition"] for e in read(tmp_path, expect_warning=True)] == list(range(10))

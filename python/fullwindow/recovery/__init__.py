@@ -45,7 +45,7 @@ from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LE
                                         WRITE_BUFFER_SIZE, RecoverySettings, settings_from,
                                         settings_of_session)
 from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
-from fullwindow.recovery.eventstore import EventStore, EventStoreWarning
+from fullwindow.recovery.eventstore import RUN_STARTED, EventStore, EventStoreWarning
 from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, job_events, operators_dir,
                                          recovery_state)
 from fullwindow.recovery._status import status, verify
@@ -70,16 +70,29 @@ class _Job:
         self.spark = spark
         self.failed: Optional[FullWindowError] = None
         self.fs = _fs.filesystem(settings.directory, spark)
+        self.storage = check_storage(self.fs, settings, where)
         probe(self.fs, settings, where)
         self.lease = Lease(self.fs, self.job_dir, settings.lease_timeout,
                            str(spark.sparkContext.applicationId), on_lost=self._lease_lost,
-                           attempt_id=attempt_of(spark), wait=settings.lease_wait)
+                           attempt_id=attempt_of(spark), wait=settings.lease_wait,
+                           mode=self.storage["lease"])
         self.lease.acquire(where)
         try:
             self.fs.makedirs(operators_dir(self.job_dir))
-            self.state = recovery_state(EventStore.read_all(events_dir(self.job_dir), self.fs))
-            self.store = EventStore(events_dir(self.job_dir), settings.write_buffer_size,
-                                    settings.flush_interval, self.fs, on_error=self._store_failed)
+            read: Dict[str, int] = {}
+            events: List[Dict[str, Any]] = []
+            for _, evs in EventStore.read_segments(events_dir(self.job_dir), self.fs,
+                                                   sizes=read):
+                events.extend(evs)
+            self.state = recovery_state(events)
+            # the run's first event fences off whatever earlier drivers write from now on
+            self.store = EventStore(
+                events_dir(self.job_dir), settings.write_buffer_size, settings.flush_interval,
+                self.fs, on_error=self._store_failed,
+                objects=self.storage["events"] == "objects",
+                first={"type": RUN_STARTED, "epoch": self.lease.epoch, "read": read,
+                       "appId": str(spark.sparkContext.applicationId)},
+                gate=self.lease.state)
         except BaseException:
             self.lease.release()
             raise
@@ -119,10 +132,60 @@ class _Job:
             raise self.failed
 
 
+#: what each capability recovery needs is for, and how a user gets it (ConfigurationError)
+_NEEDS = {
+    "events": "durable event writes (appending to a file and syncing it with hsync, or, on a "
+              "store without append, creating each flush as an object of its own with a "
+              "conditional create)",
+    "create": "an atomic create-if-absent (a conditional create, such as S3's If-None-Match, "
+              "or an exclusive create decided by a name node, as HDFS's)",
+    "lease": "a renewable lease (setting a file's modification time with setTimes, or "
+             "overwriting it only while its ETag is unchanged, such as S3's If-Match)",
+}
+
+
+def check_storage(fs: Any, settings: RecoverySettings, where: str) -> Dict[str, str]:
+    """What the recovery directory's file system gives recovery (``_fs.storage``: decided from
+    what the file system reports and does); a :class:`ConfigurationError` naming what is
+    missing and how to get it when it cannot give all of it: never a weaker guarantee."""
+    from fullwindow.errors import ConfigurationError
+
+    try:
+        fs.makedirs(settings.job_dir)
+        storage = fs.storage(settings.job_dir)
+    except Exception as err:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigurationError(
+            f"{where}: the recovery directory {settings.directory} ({DIR}) cannot be written: "
+            f"{text}. Recovery needs a writable directory with free space, on storage that "
+            "outlives the driver.") from None
+    missing = [k for k in ("events", "create", "lease") if storage.get(k, "none") == "none"]
+    if not missing:
+        return storage
+    scheme = storage.get("scheme", "")
+    hint = ""
+    if scheme in ("s3a", "s3"):
+        version = storage.get("hadoop", "?")
+        hint = (f" This driver's S3A connector (Hadoop {version}) "
+                + ("has conditional create turned off: set "
+                   "spark.hadoop.fs.s3a.create.conditional.enabled=true"
+                   if not version.startswith(("3.3", "3.4")) else
+                   "has no conditional create (If-None-Match / If-Match; it came with Hadoop "
+                   "3.5.0's S3A, HADOOP-19256): run on a Spark line whose Hadoop is 3.5.0 or "
+                   "later (Spark 4.2 and 4.3 ship it) with hadoop-aws of that version, and "
+                   "fs.s3a.create.conditional.enabled=true (its default)")
+                + ", or put the recovery directory on HDFS or a shared POSIX file system.")
+    raise ConfigurationError(
+        f"{where}: the recovery directory {settings.directory} ({DIR}) is on a file system "
+        f"that cannot give what recovery needs ({storage.get('filesystem', '?')}): it has no "
+        + "; no ".join(_NEEDS[k] for k in missing) + ". Recovery refuses it rather than give a "
+        "weaker guarantee." + hint)
+
+
 def probe(fs: Any, settings: RecoverySettings, where: str) -> None:
-    """Writes, syncs, reads back and deletes a small file under the job's directory: a
-    directory that cannot be created, is read-only or full is a :class:`ConfigurationError`
-    now, not a failure halfway through the job."""
+    """Writes (create-if-absent), reads back and deletes a small file under the job's
+    directory: a directory that cannot be created, is read-only or full is a
+    :class:`ConfigurationError` now, not a failure halfway through the job."""
     import os
 
     from fullwindow.errors import ConfigurationError
@@ -131,12 +194,8 @@ def probe(fs: Any, settings: RecoverySettings, where: str) -> None:
     path = _fs.join(settings.job_dir, f".probe-{os.getpid()}-{data[:4].hex()}")
     try:
         fs.makedirs(settings.job_dir)
-        out = fs.create(path)
-        try:
-            out.write(data)
-            out.sync()
-        finally:
-            out.close()
+        if not fs.create_with(path, data):
+            raise OSError(f"{path} exists already")
         ok = fs.read(path) == data
     except Exception as err:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
         text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

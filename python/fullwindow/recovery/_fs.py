@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -21,8 +21,34 @@ def join(base: str, *parts: str) -> str:
     return out
 
 
+#: what a plain local directory gives recovery (see :meth:`HadoopFS.storage`)
+LOCAL_STORAGE = {"events": "append", "create": "link", "lease": "mtime", "commit": "rename",
+                 "scheme": "local", "filesystem": "os"}
+
+
 class LocalFS:
     """A local directory tree."""
+
+    def storage(self, path: str) -> Dict[str, str]:
+        """What this file system gives recovery: everything, the POSIX way."""
+        return dict(LOCAL_STORAGE)
+
+    def read_many(self, paths: List[str]) -> List[Optional[bytes]]:
+        out: List[Optional[bytes]] = []
+        for p in paths:
+            try:
+                out.append(self.read(p))
+            except OSError:
+                out.append(None)
+        return out
+
+    def list_sizes(self, path: str) -> List[Tuple[str, int]]:
+        out = []
+        for name in self.listdir(path):
+            size = self.size(os.path.join(path, name))
+            if size is not None:
+                out.append((name, size))
+        return out
 
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
@@ -132,6 +158,47 @@ class HadoopFS:
     def _path(self, path: str) -> Any:
         return self._jvm.org.apache.hadoop.fs.Path(path)
 
+    @property
+    def _store(self) -> Any:
+        return self._jvm.org.apache.spark.sql.fullwindow.recovery.RecoveryStorage
+
+    def storage(self, path: str) -> Dict[str, str]:
+        """What the file system of directory ``path`` gives recovery, decided by the JVM from
+        what the file system reports and does (``RecoveryStorage.describe``): ``events``
+        (``append``: a segment appended and synced; ``objects``: each flush an object of its
+        own, created if absent; ``none``), ``create`` (``conditional``, ``exclusive``,
+        ``none``), ``lease`` (``mtime``: renewed with setTimes; ``etag``: a conditional
+        overwrite; ``none``), ``commit`` (``rename`` or ``direct``), and ``scheme``,
+        ``filesystem``, ``hadoop`` for messages."""
+        text = str(self._store.describe(path, self._conf))
+        return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+    def read_many(self, paths: List[str]) -> List[Optional[bytes]]:
+        """The content of each file (None for a missing one), read several at a time."""
+        if not paths:
+            return []
+        arr = self._jvm.org.apache.spark.sql.fullwindow.FullWindowPython.lines("\n".join(paths))
+        return [None if b is None else bytes(b) for b in self._store.readAll(arr, self._conf)]
+
+    def list_sizes(self, path: str) -> List[Tuple[str, int]]:
+        """The names and lengths of ``path``'s entries, in one listing."""
+        text = str(self._store.list(path, self._conf))
+        out = []
+        for line in text.splitlines():
+            name, _, size = line.rpartition("\t")
+            out.append((name, int(size)))
+        return out
+
+    def etag(self, path: str) -> Optional[str]:
+        value = self._store.etag(path, self._conf)
+        return None if value is None else str(value)
+
+    def overwrite_if_match(self, path: str, data: bytes, etag: str) -> Optional[str]:
+        """Replaces ``path``'s content if its ETag is still ``etag``; the new ETag, or None when
+        another writer changed or removed it since."""
+        value = self._store.overwriteIfMatch(path, bytearray(data), etag, self._conf)
+        return None if value is None else str(value)
+
     def _fs(self, path: str) -> Any:
         p = self._path(path)
         return p.getFileSystem(self._conf), p
@@ -183,24 +250,14 @@ class HadoopFS:
         return HadoopStream(fs.create(p, False))
 
     def create_with(self, path: str, data: bytes) -> bool:
-        """Creates ``path`` holding ``data`` if no file is there (False if one is): Hadoop's
-        create without overwrite, atomic on HDFS (the name node decides); the content follows
-        the name, so a reader may briefly see a shorter file (lease.py treats it as being
-        written)."""
-        fs, p = self._fs(path)
-        try:
-            out = fs.create(p, False)
-        except Exception as err:  # noqa: BLE001 - FileAlreadyExistsException, through py4j
-            if "FileAlreadyExists" in str(err) or bool(fs.exists(p)):
-                return False
-            raise
-        stream = HadoopStream(out)
-        try:
-            stream.write(data)
-            stream.sync()
-        finally:
-            stream.close()
-        return True
+        """Creates ``path`` holding ``data`` if no file is there (False if one is), so that of
+        two racing writers exactly one wins: the store's conditional create where it reports one
+        (S3A: ``If-None-Match: *``, the object visible only whole), else Hadoop's create without
+        overwrite, atomic on a file system with a name node (HDFS; the content follows the
+        name, so a reader may briefly see a shorter file: lease.py treats it as being
+        written). ``data`` should be unique to the writer (an outcome left open by a failed
+        request is settled by reading it back)."""
+        return bool(self._store.createIfAbsent(path, bytearray(data), self._conf))
 
     def sync_dir(self, path: str) -> None:
         """Nothing to do: a Hadoop file system's name operations are durable when they return
@@ -235,11 +292,9 @@ class HadoopStream:
         self._out.write(bytearray(data))
 
     def sync(self) -> None:
-        self._out.hflush()
-        try:
-            self._out.hsync()
-        except Exception:  # noqa: BLE001 - not every file system can sync
-            pass
+        """Makes what was written durable: ``hsync`` (used only where the stream reports it:
+        recovery refuses a directory whose streams cannot sync before it appends there)."""
+        self._out.hsync()
 
     def close(self) -> None:
         self._out.close()

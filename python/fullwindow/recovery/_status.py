@@ -17,7 +17,7 @@ _FILES = (("path", "bytes", "checksum"), ("indexPath", "indexBytes", "indexCheck
 def _run_of(segment: str) -> str:
     """A run's name from its segment's (``segment-<ms>-<pid>-<random>.log``): start time and
     driver pid."""
-    name = segment.rsplit("/", 1)[-1][len("segment-"):-len(".log")]
+    name = segment.rsplit("/", 1)[-1][len("segment-"):].removesuffix(".log")
     try:
         ms, pid, _ = name.split("-", 2)
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ms) / 1000))

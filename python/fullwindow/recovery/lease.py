@@ -2,9 +2,9 @@
 
 Layout: ``<dir>/<jobId>/lease/epoch-<n>``, one small JSON file per holder in turn (host, pid,
 the process's start time, application id and attempt id, start time, timeout). The lease is the
-file with the highest epoch; its modification time is when its holder last renewed it. It is live
-while ``renewed + timeout`` lies ahead, unless its holder ran on this host and that process is gone
-(a pid that no longer exists, or exists with another start time): then it is dead at once.
+file with the highest epoch. It is live while ``renewed + timeout`` lies ahead, unless its holder
+ran on this host and that process is gone (a pid that no longer exists, or exists with another
+start time): then it is dead at once.
 
 Attempts: a cluster manager that restarts a failed driver as the next attempt of the same
 application (YARN's ``spark.yarn.maxAppAttempts``) has stopped the earlier attempt first, so a
@@ -13,21 +13,32 @@ wherever that holder ran. Any other live holder is a conflict, unless the run ma
 (``spark.fullwindow.recovery.leaseWait``): then it looks again every half second or so until the
 lease is released, expires or its holder is gone, and fails only once the wait is over.
 
-Taking the lease is creating epoch ``n + 1`` with create-if-absent (a hard link of a synced
-temporary file on a local directory; Hadoop's ``create(path, overwrite=false)`` elsewhere, atomic
-on HDFS), after checking that epoch ``n`` is free (none, released, expired or its process dead):
-of two drivers racing for it one creates the file and the other finds it there. A holder renews
-by setting its file's modification time every ``timeout / 4`` (2 s at most); before each renewal
-it checks that its epoch is still the highest, and a holder that finds a higher one (it was stopped longer than
-its timeout, and another driver took over) has lost the lease: its job stops committing and
-recording events. Releasing sets the modification time to 0 (expired).
+Taking the lease is creating epoch ``n + 1`` with create-if-absent, after checking that epoch
+``n`` is free (none, released, expired or its process dead): of two drivers racing for it one
+creates the file and the other finds it there. Create-if-absent is a hard link of a synced
+temporary file on a local directory, Hadoop's ``create(path, overwrite=false)`` on a file system
+with a name node (HDFS), and a conditional create on an object store (S3A:
+``If-None-Match: *``); see recovery/_fs.py ``storage``.
+
+Renewal, every ``timeout / 4`` (2 s at most), first checks that the holder's epoch is still the
+highest: a holder that finds a higher one (it was stopped longer than its timeout, and another
+driver took over) has lost the lease, and its job stops committing and recording events. Where
+the file system can set a file's modification time (``mode="mtime"``: local, HDFS) renewing
+sets it, and that time is when the lease was last renewed; on an object store, which cannot
+(``mode="etag"``), the file holds its renewal time, and renewing overwrites it only while its
+ETag is the one this holder wrote (``If-Match``), so no renewal can be lost or reordered.
+Releasing marks it renewed at 0 (expired) the same way.
+
+Fencing: a holder knows its lease good until ``timeout`` after its last renewal began, less a
+fifth for clocks and delays (:meth:`Lease.state`); past that it writes no job events until a
+renewal succeeds (a driver stopped past its timeout, or cut off from the store, holds them back
+and drops them once it finds the lease lost). What it wrote after another driver took over does
+not count anyway: each run's events start with what it read of earlier runs' (eventstore.py).
 
 What it assumes: the hosts' clocks agree to well under the timeout (renewal times are compared
-with the reader's clock), and the file system gives create-if-absent and a consistent listing
-(local and HDFS do; an object store such as S3 has no atomic create-if-absent in Hadoop's API
-and would let two drivers both believe they hold the lease: put the recovery directory on HDFS
-or a shared POSIX file system). A ``file:`` URI goes through Hadoop's local file system, whose
-create-if-absent is a check followed by a create: give a local directory as a plain path.
+with the reader's clock), and the file system lists consistently (local, HDFS and S3 do). A
+``file:`` URI goes through Hadoop's local file system, whose create-if-absent is a check followed
+by a create: give a local directory as a plain path.
 """
 from __future__ import annotations
 
@@ -108,6 +119,8 @@ def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[s
         info = {}
     if renewed is None:  # deleted since the listing (a cleanup)
         return None
+    if isinstance(info.get("renewed"), int):  # renewed by overwriting (an object store)
+        renewed = info["renewed"]
     timeout = int(info.get("timeoutMs") or 60_000)
     out = {"epoch": n, "host": info.get("host"), "pid": info.get("pid"),
            "appId": info.get("appId"), "attemptId": info.get("attemptId"),
@@ -223,7 +236,7 @@ class Lease:
 
     def __init__(self, fs: Any, job_dir: str, timeout: float, app_id: str,
                  on_lost: Optional[Callable[[str, bool], None]] = None,
-                 attempt_id: Optional[str] = None, wait: float = 0.0):
+                 attempt_id: Optional[str] = None, wait: float = 0.0, mode: str = "mtime"):
         self.fs = fs
         self.job_dir = job_dir
         self.directory = lease_dir(job_dir)
@@ -237,6 +250,12 @@ class Lease:
         self.took_over: Optional[str] = None
         self.epoch: Optional[int] = None
         self.lost: Optional[str] = None
+        #: ``mtime``: renewed by setting the file's modification time; ``etag``: by overwriting
+        #: its content while its ETag is unchanged (a store without setTimes)
+        self.mode = mode
+        self._me: Dict[str, Any] = {}
+        self._etag: Optional[str] = None
+        self._good_until = 0.0  # time.monotonic() up to which the lease is surely this run's
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -261,13 +280,21 @@ class Lease:
                 time.sleep(min(left, POLL))
                 continue
             n = (epochs[-1] if epochs else 0) + 1
+            began = time.monotonic()
             now = int(time.time() * 1000)
             me = {"host": socket.gethostname(), "pid": os.getpid(),
                   "pidStart": _process_start(os.getpid()), "appId": self.app_id,
-                  "attemptId": self.attempt_id, "started": now, "timeoutMs": self.timeout_ms}
+                  "attemptId": self.attempt_id, "started": now, "timeoutMs": self.timeout_ms,
+                  "nonce": os.urandom(8).hex()}
+            if self.mode == "etag":
+                me["renewed"] = now
             mine = _epoch_path(self.directory, n)
-            if self.fs.create_with(mine, json.dumps(me, sort_keys=True).encode("utf-8")):
+            if self.fs.create_with(mine, self._encode(me)):
                 if _epochs(self.fs, self.directory)[-1] == n:
+                    self._me = me
+                    if self.mode == "etag":
+                        self._etag = self.fs.etag(mine)
+                    self._good_until = began + self._margin()
                     break
                 # a listing older than a later holder's (which deleted epoch n before we made
                 # it): ours is not the lease; drop it and look again
@@ -287,17 +314,51 @@ class Lease:
                                         daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def _encode(info: Dict[str, Any]) -> bytes:
+        return json.dumps(info, sort_keys=True).encode("utf-8")
+
+    def _margin(self) -> float:
+        """How long after a renewal began the lease is surely still this run's, in seconds:
+        the timeout less a fifth (clocks, delays)."""
+        return self.timeout_ms / 1000 * 0.8
+
+    def state(self) -> str:
+        """``ok`` while the lease is surely this run's (renewed less than 4/5 of its timeout
+        ago), ``lost`` once another driver holds it, else ``wait`` (being renewed)."""
+        if self.lost is not None:
+            return "lost"
+        return "ok" if time.monotonic() < self._good_until else "wait"
+
+    def _touch(self, renewed_ms: int) -> bool:
+        """Marks the lease renewed at ``renewed_ms`` (0: released); False if it is not ours any
+        more."""
+        if self.mode != "etag":
+            return bool(self.fs.touch(self.path, renewed_ms))
+        if self._etag is None:
+            return False
+        info = dict(self._me, renewed=renewed_ms)
+        etag = self.fs.overwrite_if_match(self.path, self._encode(info), self._etag)
+        if etag is None:
+            return False
+        self._etag = etag
+        return True
+
     def renew(self) -> bool:
         """Renews the lease now; False (and :attr:`lost` set) once another driver holds it."""
         if self.lost is not None:
             return False
+        began = time.monotonic()
         try:
             epochs = _epochs(self.fs, self.directory)
+            renewed = bool(epochs) and epochs[-1] == self.epoch and \
+                self._touch(int(time.time() * 1000))
         except Exception as err:  # noqa: BLE001 - storage trouble: reported by the job's probe
             log.warning("fullwindow: renewing the lease of %s failed: %s", self.job_dir, err)
             return True
-        if not epochs or epochs[-1] != self.epoch or \
-                not self.fs.touch(self.path, int(time.time() * 1000)):
+        if renewed:
+            self._good_until = began + self._margin()
+        else:
             holder = read(self.fs, self.job_dir) if epochs else None
             self.lost = (f"the lease on job {os.path.basename(self.job_dir)!r} was lost: "
                          + (f"another driver took it over ({describe(holder)})" if holder
@@ -310,7 +371,7 @@ class Lease:
 
     def _renew_loop(self) -> None:
         interval = max(0.05, min(2.0, self.timeout_ms / 4000))
-        while not self._stop.wait(interval):
+        while not self._stop.wait(interval if self.state() == "ok" else min(interval, 0.25)):
             if not self.renew():
                 return
 
@@ -323,7 +384,7 @@ class Lease:
             try:
                 epochs = _epochs(self.fs, self.directory)
                 if epochs and epochs[-1] == self.epoch:
-                    self.fs.touch(self.path, 0)
+                    self._touch(0)
             except Exception:  # noqa: BLE001 - the directory may be gone (cleanup)
                 pass
         self.epoch = None

@@ -47,8 +47,9 @@ object CommittedRows {
   }
 
   /**
-   * Passes `rows` through while writing them to a temporary file next to `finalPath`; once they
-   * are all consumed the file is closed and renamed to `finalPath` and `onCommit` is called.
+   * Passes `rows` through while writing them to a temporary file next to `finalPath` (on an
+   * object store: to `finalPath` itself, see [[DurableCommit.direct]]); once they are all
+   * consumed the file is closed and renamed to `finalPath` and `onCommit` is called.
    * `onDiscard` cleans up a temporary file left by a task that did not get to the end.
    */
   class CommittingIterator(
@@ -59,12 +60,14 @@ object CommittedRows {
       onCommit: Committed => Unit) extends Iterator[InternalRow] {
 
     private val target = new Path(finalPath)
-    private val temp = new Path(target.getParent, "." + target.getName + ".tmp")
     private val fs = fileSystem(target, hadoopConf)
+    // an object store's file is written in place: it becomes visible only whole, at close
+    private val direct = DurableCommit.direct(fs, target)
+    private val temp = if (direct) target else new Path(target.getParent, "." + target.getName + ".tmp")
     private val crc = new CRC32
     private val conf = sparkConf
     private val codec = codecName(conf)
-    private val raw = fs.create(temp, true)
+    private val raw = fs.create(temp, !direct)
     // closing the row stream finishes the compressed stream (its end mark) but leaves `raw` open,
     // to be synced and closed after it
     private val counted = new CountingStream(raw)
@@ -103,16 +106,19 @@ object CommittedRows {
       out.close() // the codec's end mark; `raw` stays open
       DurableCommit.sync(raw)
       raw.close()
-      DurableCommit.rename(fs, temp, target)
+      if (!direct) DurableCommit.rename(fs, temp, target)
       onCommit(Committed(target.toString, count, counted.count, crc.getValue, codec))
     }
 
     /** Drops the temporary file when the task ends without having committed. */
     def discard(): Unit = if (!done) {
       done = true
-      try out.close() catch { case _: Throwable => }
-      try raw.close() catch { case _: Throwable => }
-      try fs.delete(temp, false) catch { case _: Throwable => }
+      try out.close() catch { case _: Throwable => } // `raw` stays open
+      if (direct) RecoveryStorage.abort(raw) // nothing of it becomes visible
+      else {
+        try raw.close() catch { case _: Throwable => }
+        try fs.delete(temp, false) catch { case _: Throwable => }
+      }
     }
   }
 

@@ -84,7 +84,8 @@ object CommittedShuffleInput {
   /**
    * Places the local file `local` (absent: an empty file) at `target` under the recovery
    * directory: hard-linked when that is on the same local file system, copied otherwise; written
-   * under a temporary name first, then renamed. Returns its size and CRC32.
+   * under a temporary name first, then renamed (on an object store: copied in place, visible only
+   * whole). Returns its size and CRC32.
    */
   def place(local: File, target: Path, hadoopConf: Configuration): Placed = {
     val (bytes, crc) = checksum(local)
@@ -104,6 +105,9 @@ object CommittedShuffleInput {
           }
         }
         DurableCommit.rename(fs, temp, target)
+      case None if DurableCommit.direct(fs, target) =>
+        if (local.exists()) DurableCommit.copyFromLocal(fs, local, target)
+        else fs.create(target, true).close()
       case None =>
         if (local.exists()) DurableCommit.copyFromLocal(fs, local, temp)
         else fs.create(temp, true).close()
