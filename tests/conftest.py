@@ -29,6 +29,24 @@ BASE_CONF = {
 _current: dict = {"spark": None, "conf": None}
 
 
+def _s3a_class_path() -> dict:
+    """The S3A connector's jars on the shared session's driver class path (tests/s3.py fetches
+    them once, for this pyspark's Hadoop), so that the S3 recovery tests read the bucket through
+    the recovery code's own Hadoop file system: a JVM takes its class path at launch. Nothing
+    where the line's Hadoop has no such S3A (its jars cannot be fetched)."""
+    if os.environ.get("FULLWINDOW_TESTS_S3", "1") == "0":
+        return {}
+    try:
+        from s3 import fetch
+
+        folder = fetch()
+        jars = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
+    except Exception as err:  # noqa: BLE001 - no S3A for this line: the S3 tests say so
+        _current["s3a_error"] = str(err)
+        return {}
+    return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
+
+
 def _require_jar() -> None:
     import fullwindow
 
@@ -43,6 +61,9 @@ def get_session(extra: Mapping[str, str] | None = None):
     import fullwindow
 
     conf = dict(BASE_CONF)
+    if "s3a" not in _current:
+        _current["s3a"] = _s3a_class_path()
+    conf.update(_current["s3a"])
     conf.update(extra or {})
     if _current["spark"] is not None and _current["conf"] == conf:
         return _current["spark"]

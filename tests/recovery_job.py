@@ -8,6 +8,7 @@ RUN                    a name for this run, part of each marker's name
 SLOW                   seconds each partition's user function sleeps (to be killed midway)
 VARIANT                "2" changes the second operation's code (a changed program)
 LEASE_TIMEOUT          spark.fullwindow.recovery.leaseTimeout (unset: the default)
+FW_EXTRA_CONF          more Spark settings, as a JSON object (e.g. an S3 server's, tests/s3.py)
 
 Stages: (1) A: mapPartition over range(0, 4000) in 4 partitions, (2) B: mapPartition after a
 hash repartition by k, per-key count and sum, (3) the final write after another repartition,
@@ -74,6 +75,10 @@ def main():
                      "spark.fullwindow.eventStore.flushInterval": "200ms"})
         if os.environ.get("LEASE_TIMEOUT"):
             conf["spark.fullwindow.recovery.leaseTimeout"] = os.environ["LEASE_TIMEOUT"]
+    if os.environ.get("FW_EXTRA_CONF"):
+        import json
+
+        conf.update(json.loads(os.environ["FW_EXTRA_CONF"]))
     spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-job")
     spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(0, 4000, numPartitions=4)

@@ -29,6 +29,23 @@ _REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})')
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # werkzeug colours the lines of failed requests
 
 
+#: moto's server, answering one request at a time. S3 decides a conditional write
+#: (``If-None-Match``, ``If-Match``) atomically; moto checks the condition and then writes, with
+#: no lock between, so two requests at once could both pass. One at a time, it decides them as S3
+#: does, and a race between writers is the writers' to settle, as it is against S3.
+_SERIAL_MOTO = """
+import sys, threading
+import moto.server as server
+lock = threading.Lock()
+dispatch = server.DomainDispatcherApplication.__call__
+def serial(self, environ, start_response):
+    with lock:
+        return list(dispatch(self, environ, start_response))
+server.DomainDispatcherApplication.__call__ = serial
+server.main(sys.argv[1:])
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,10 +124,11 @@ class MotoS3:
     def start(self, timeout: float = 60) -> "MotoS3":
         if self.jar_dir is None:
             self.jar_dir = fetch(self.python)
-        server = os.path.join(MOTO, "bin", "moto_server")
+        server = os.path.join(MOTO, "bin", "python")
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [server, "-H", "127.0.0.1", "-p", str(self.port)], cwd=self.workdir,
+                [server, "-c", _SERIAL_MOTO, "-H", "127.0.0.1", "-p", str(self.port)],
+                cwd=self.workdir,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 # the access log (what requests() reads) line by line
                 env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -167,19 +167,24 @@ def check_storage(fs: Any, settings: RecoverySettings, where: str) -> Dict[str, 
     if scheme in ("s3a", "s3"):
         version = storage.get("hadoop", "?")
         hint = (f" This driver's S3A connector (Hadoop {version}) "
-                + ("has conditional create turned off: set "
+                + ("has conditional writes turned off: set "
                    "spark.hadoop.fs.s3a.create.conditional.enabled=true"
-                   if not version.startswith(("3.3", "3.4")) else
-                   "has no conditional create (If-None-Match / If-Match; it came with Hadoop "
-                   "3.5.0's S3A, HADOOP-19256): run on a Spark line whose Hadoop is 3.5.0 or "
-                   "later (Spark 4.2 and 4.3 ship it) with hadoop-aws of that version, and "
-                   "fs.s3a.create.conditional.enabled=true (its default)")
-                + ", or put the recovery directory on HDFS or a shared POSIX file system.")
+                   if _version(version) >= (3, 4, 2) else
+                   "has no conditional writes (If-None-Match, If-Match: HADOOP-19256, in "
+                   "Hadoop 3.4.2 and 3.5.0): run on a Spark line whose Hadoop has them (Spark "
+                   "4.1 ships 3.4.2; 4.2 and 4.3 ship 3.5.0) with hadoop-aws of that version "
+                   "and fs.s3a.create.conditional.enabled=true (its default)")
+                + "; or put the recovery directory on HDFS or a shared POSIX file system.")
     raise ConfigurationError(
         f"{where}: the recovery directory {settings.directory} ({DIR}) is on a file system "
         f"that cannot give what recovery needs ({storage.get('filesystem', '?')}): it has no "
         + "; no ".join(_NEEDS[k] for k in missing) + ". Recovery refuses it rather than give a "
         "weaker guarantee." + hint)
+
+
+def _version(text: str) -> "tuple[int, ...]":
+    """``"3.4.2"`` as ``(3, 4, 2)`` (what is not a number counts as 0)."""
+    return tuple(int(p) if p.isdigit() else 0 for p in text.split("-")[0].split("."))
 
 
 def probe(fs: Any, settings: RecoverySettings, where: str) -> None:

@@ -155,11 +155,14 @@ object RecoveryStorage {
       writeAll(out, data)
       true
     } catch {
-      case NonFatal(e) if lostRace(e) =>
-        // a retried request may have written ours before it was refused: ours if it reads back
-        java.util.Arrays.equals(readOrNull(fs, p), data)
       case NonFatal(e) =>
-        if (java.util.Arrays.equals(readOrNull(fs, p), data)) true else throw e
+        // a retried request may have written ours before it was refused: ours if it reads back;
+        // another writer's (or one being written: HDFS's AlreadyBeingCreatedException) if
+        // something else is there; a failure of its own if nothing is
+        val there = readOrNull(fs, p)
+        if (java.util.Arrays.equals(there, data)) true
+        else if (lostRace(e) || there != null || exists(fs, p)) false
+        else throw e
     }
   }
 
@@ -187,10 +190,12 @@ object RecoveryStorage {
     } catch {
       case NonFatal(e) if lostRace(e) || e.isInstanceOf[FileNotFoundException] => return null
     }
-    val now = this.etag(path, conf)
-    // another writer may have replaced ours between the write and the look: theirs is not ours
-    if (now != null && java.util.Arrays.equals(readOrNull(fs, p), data)) now else null
+    // only the writer that holds the current ETag overwrites, so the object's ETag now is ours
+    this.etag(path, conf)
   }
+
+  private def exists(fs: FileSystem, p: Path): Boolean =
+    try fs.exists(p) catch { case NonFatal(_) => false }
 
   private def readOrNull(fs: FileSystem, p: Path): Array[Byte] =
     try readFully(fs.open(p)) catch { case NonFatal(_) => null }

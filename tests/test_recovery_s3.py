@@ -1,0 +1,248 @@
+"""Recovery with its directory on S3, through Hadoop's S3A connector, against a real S3 API server
+(moto's, tests/s3.py: its own process on 127.0.0.1). S3 has no append, flush, rename or setTimes:
+events go out as one object per flush (created if absent), the lease is taken with a conditional
+create (If-None-Match) and renewed with a conditional overwrite (If-Match), committed files are
+written in place. The driver of tests/recovery_job.py runs as its own process and is SIGKILLed,
+SIGSTOPped past its lease timeout, raced by a second driver; results must equal an uninterrupted
+run's, and only work that was not durably committed may run again. The test process reads the
+bucket through the recovery code's own Hadoop file system (tests/conftest.py puts the S3A jars on
+the shared session's class path)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+from helpers import kill_when
+from s3 import MotoS3
+from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference: fixture
+
+
+
+@pytest.fixture(scope="module")
+def s3(spark):
+    """The S3 server, a bucket, and the shared session's S3A settings pointing at it."""
+    import conftest
+
+    if "spark.driver.extraClassPath" not in (conftest._current.get("s3a") or {}):
+        pytest.fail("the S3A jars are not on the session's class path: "
+                    f"{conftest._current.get('s3a_error', 'FULLWINDOW_TESTS_S3=0')}")
+    server = MotoS3().start()
+    try:
+        hc = spark.sparkContext._jsc.hadoopConfiguration()
+        for k, v in server.hadoop_conf().items():
+            hc.set(k, v)
+        server.bucket = server.make_bucket(f"fw-{uuid.uuid4().hex[:10]}")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def files(spark, s3):
+    from fullwindow.recovery._fs import filesystem
+
+    return filesystem(s3.bucket + "/", spark)
+
+
+class S3Job(Job):
+    """The crash tests' job with its recovery directory in the S3 bucket (output and markers
+    stay local)."""
+
+    def __init__(self, base, name: str, s3: MotoS3, **conf):
+        super().__init__(base, name)
+        self.dir = f"{s3.bucket}/fw-{uuid.uuid4().hex[:8]}"
+        self.s3_conf = s3.conf(conf)
+
+    def options(self, **options) -> dict:
+        return {**super().options(**options), "FW_EXTRA_CONF": json.dumps(self.s3_conf)}
+
+    def job_dir(self) -> str:
+        return f"{self.dir}/{self.name}"
+
+    def log(self, run: str) -> str:
+        with open(self._log(run), errors="replace") as f:
+            return f.read()
+
+    def holder(self, files):
+        from fullwindow.recovery import lease
+
+        return lease.read(files, self.job_dir())
+
+
+def _kill(p):
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(30)
+
+
+def test_the_store_reports_what_recovery_needs_and_the_lease_races_on_conditional_writes(
+        files, s3):
+    """S3A of Hadoop 3.5 with conditional create: events as objects, conditional create, a lease
+    renewed by ETag, committed files written in place; of eight writers racing to create one
+    object exactly one wins, and an overwrite with a stale ETag loses."""
+    base = f"{s3.bucket}/race-{uuid.uuid4().hex[:6]}"
+    storage = files.storage(base)
+    assert {k: storage[k] for k in ("events", "create", "lease", "commit")} == {
+        "events": "objects", "create": "conditional", "lease": "etag", "commit": "direct"}
+    wins = []
+
+    def racer(i):
+        wins.append((i, files.create_with(f"{base}/epoch-1", f"writer {i}".encode())))
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, won in wins if won]
+    assert len(winners) == 1, wins
+    assert files.read(f"{base}/epoch-1") == f"writer {winners[0]}".encode()
+    etag = files.etag(f"{base}/epoch-1")
+    newer = files.overwrite_if_match(f"{base}/epoch-1", b"renewed", etag)
+    assert newer and newer != etag
+    assert files.overwrite_if_match(f"{base}/epoch-1", b"stale", etag) is None
+    assert files.read(f"{base}/epoch-1") == b"renewed"
+
+
+def test_fencing_on_the_store(files, s3):
+    from test_recovery_eventstore import fenced_runs
+
+    fenced_runs(f"{s3.bucket}/fence-{uuid.uuid4().hex[:6]}/events", files, objects=True)
+
+
+def test_killed_midway_resumes_from_s3(tmp_path, reference, s3, files):
+    """Events reach the bucket before the crash (an object per flush, no stream left open), so
+    the resumed run recomputes none of the finished partitions."""
+    job = S3Job(tmp_path, "midway", s3)
+    p = job.start("r1", slow=1.5)
+    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    a, b = job.fingerprints()
+    done_a, done_b = job.finished(a), job.finished(b)
+    assert done_a == PARTS and done_b, job.log("r1")[-3000:]
+    events = [n for n in files.listdir(f"{job.job_dir()}/events")]
+    assert events and all(n.endswith(".log") and n.count(".") == 2 for n in events), events
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("A", "r2") == []  # A wholly recovered: its upstream did not run
+    assert set(job.ran("B", "r2")) == PARTS - done_b
+    # committed files written in place: no temporary name left behind, none renamed
+    ops = f"{job.job_dir()}/operators"
+    names = [n for d in files.listdir(ops) for n in files.listdir(f"{ops}/{d}")]
+    assert names and not any(n.startswith(".") or n.endswith(".tmp") for n in names)
+
+
+def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_path, reference,
+                                                                           s3, files):
+    """Renewal overwrites the lease object (If-Match), so a running driver keeps its lease past
+    the timeout and a second driver is refused; stopped (SIGSTOP) past the timeout it loses it, a
+    third driver takes over and finishes, and when the first wakes it can make none of its writes
+    count: it fails, and a later run finds everything committed by the successor."""
+    timeout = 8.0
+    job = S3Job(tmp_path, "fenced", s3)
+    first = job.start("r1", slow=1.5, lease_timeout=f"{timeout:g}s")
+    try:
+        deadline = time.time() + 180
+        while not (job.holder(files) or {}).get("live"):
+            assert first.poll() is None and time.time() < deadline, job.log("r1")[-3000:]
+            time.sleep(0.3)
+        taken = time.time()
+        time.sleep(timeout + 2)  # past the timeout: only renewals keep it live
+        held = job.holder(files)
+        assert held["live"] and held["epoch"] == 1 and held["pid"] == first.pid, held
+        second = job.start("r2", lease_timeout=f"{timeout:g}s")
+        assert second.wait(180) != 0
+        log = job.log("r2")
+        assert "RecoveryConflictError" in log and "another driver holds job 'fenced'" in log, \
+            log[-3000:]
+        assert first.poll() is None and time.time() - taken > timeout
+        os.killpg(first.pid, signal.SIGSTOP)  # hung: renews nothing
+        stopped = time.time()
+        time.sleep(timeout + 1)
+        assert job.holder(files)["state"] == "expired"
+        job.run("r3", lease_timeout=f"{timeout:g}s")
+        assert "taking over from" in job.log("r3")
+        assert job.output() == reference
+        assert job.holder(files)["epoch"] == 2
+        os.killpg(first.pid, signal.SIGCONT)
+        rc = first.wait(180)
+        assert rc != 0 and "JOB DONE" not in job.log("r1"), job.log("r1")[-3000:]
+        assert "lease on job 'fenced' was lost" in job.log("r1")
+        assert time.time() - stopped > timeout
+    finally:
+        _kill(first)
+    assert job.output() == reference
+    # the successor's events are intact and the first driver's late ones do not count: a run
+    # now recovers everything and computes nothing
+    job.run("r4", lease_timeout=f"{timeout:g}s")
+    assert job.output() == reference
+    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == []
+
+
+def test_two_drivers_racing_for_one_job(tmp_path, reference, s3, files):
+    """Two drivers started together with one job id: exactly one takes the lease and finishes;
+    the other fails with RecoveryConflictError (never a raw JVM error), whichever way it lost."""
+    job = S3Job(tmp_path, "racing", s3)
+    runs = [job.start(f"r{i}", slow=0.5) for i in (1, 2)]
+    try:
+        codes = [p.wait(300) for p in runs]
+    finally:
+        for p in runs:
+            _kill(p)
+    logs = [job.log(f"r{i}") for i in (1, 2)]
+    done = [i for i, log in enumerate(logs) if "JOB DONE" in log]
+    assert len(done) == 1, [log[-2000:] for log in logs]
+    loser = 1 - done[0]
+    assert codes[done[0]] == 0 and codes[loser] != 0
+    assert "RecoveryConflictError" in logs[loser], logs[loser][-3000:]
+    assert job.output() == reference
+
+
+def test_a_damaged_committed_object_is_computed_again(tmp_path, reference, s3, files):
+    """One byte changed in a committed object (same size): caught by its CRC32 on the resume;
+    only that partition runs again."""
+    job = S3Job(tmp_path, "damaged", s3)
+    job.run("r1")
+    a, b = job.fingerprints()
+    [victim] = [e for e in job.events() if e["type"] == "taskFinished" and e["fingerprint"] == b
+                and e["partition"] == 2]
+    data = bytearray(files.read(victim["path"]))
+    data[len(data) // 2] ^= 0xFF
+    files.delete(victim["path"])
+    assert files.create_with(victim["path"], bytes(data))
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("B", "r2") == [2] and job.ran("A", "r2") == []
+
+
+def test_conditional_create_off_is_refused_at_session_start(spark, s3):
+    """With S3A's conditional create turned off the store cannot give create-if-absent, durable
+    events (no hsync, no conditional objects) or a renewable lease (no setTimes, no If-Match):
+    recovery refuses it when the job opens, naming what is missing and the setting to change."""
+    import fullwindow.recovery as recovery
+    from fullwindow.errors import ConfigurationError
+
+    bucket = s3.make_bucket(f"fw-off-{uuid.uuid4().hex[:8]}")
+    hc = spark.sparkContext._jsc.hadoopConfiguration()
+    hc.set(f"fs.s3a.bucket.{bucket[len('s3a://'):]}.create.conditional.enabled", "false")
+    keys = {"spark.fullwindow.recovery.enabled": "true",
+            "spark.fullwindow.recovery.dir": f"{bucket}/fw",
+            "spark.fullwindow.recovery.jobId": "refused"}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        with pytest.raises(ConfigurationError) as err:
+            recovery.start(spark)
+    finally:
+        for k in keys:
+            spark.conf.unset(k)
+    text = str(err.value)
+    assert "spark.hadoop.fs.s3a.create.conditional.enabled=true" in text
+    for need in ("durable event writes", "create-if-absent", "renewable lease"):
+        assert need in text, text
+    assert "S3AFileSystem" in text and "refuses it rather than give a weaker guarantee" in text
