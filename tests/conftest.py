@@ -42,7 +42,7 @@ def _s3a_class_path() -> dict:
         folder = fetch()
         jars = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
     except Exception as err:  # noqa: BLE001 - no S3A for this line: the S3 tests say so
-        _current["s3a_error"] = str(err)
+        _current["s3a_error"] = err
         return {}
     return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
 

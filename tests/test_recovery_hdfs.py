@@ -295,3 +295,16 @@ def test_second_driver_refused_then_takes_over_a_killed_one_on_hdfs(tmp_path, re
     assert "taking over from" in job.log_text("r3")
     assert job.output() == reference
     assert lease.read(fs, job.job_dir())["epoch"] == 2
+
+
+def test_fencing_on_hdfs(hdfs, files):
+    """A later run's fence hides what an earlier driver appends to its open HDFS segment after
+    the later run started (tests/test_recovery_eventstore.py ``fenced_runs``); and HDFS gives
+    what recovery needs the HDFS way."""
+    from test_recovery_eventstore import fenced_runs
+
+    base = f"{hdfs.uri}/fence-{uuid.uuid4().hex[:6]}"
+    storage = files.storage(base)
+    assert {k: storage[k] for k in ("events", "create", "lease", "commit")} == {
+        "events": "append", "create": "exclusive", "lease": "mtime", "commit": "rename"}
+    fenced_runs(f"{base}/events", files)
