@@ -67,7 +67,7 @@ object CommittedRows {
     private val crc = new CRC32
     private val conf = sparkConf
     private val codec = codecName(conf)
-    private val raw = fs.create(temp, !direct)
+    private val raw = if (direct) DurableCommit.createInPlace(fs, temp) else fs.create(temp, true)
     // closing the row stream finishes the compressed stream (its end mark) but leaves `raw` open,
     // to be synced and closed after it
     private val counted = new CountingStream(raw)

@@ -106,8 +106,8 @@ object CommittedShuffleInput {
         }
         DurableCommit.rename(fs, temp, target)
       case None if DurableCommit.direct(fs, target) =>
-        if (local.exists()) DurableCommit.copyFromLocal(fs, local, target)
-        else fs.create(target, true).close()
+        if (local.exists()) DurableCommit.copyFromLocal(fs, local, target, inPlace = true)
+        else DurableCommit.createInPlace(fs, target).close()
       case None =>
         if (local.exists()) DurableCommit.copyFromLocal(fs, local, temp)
         else fs.create(temp, true).close()
