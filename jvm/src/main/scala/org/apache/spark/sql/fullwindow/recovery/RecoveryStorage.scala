@@ -94,7 +94,7 @@ object RecoveryStorage {
       else "none"
     val commit = if (has(fs, d, AbortableStream)) "direct" else "rename"
     Seq(s"events=$events", s"create=$create", s"lease=$lease", s"commit=$commit",
-      s"scheme=${fs.getScheme}", s"filesystem=${fs.getClass.getName}",
+      s"scheme=${Option(fs.getUri.getScheme).getOrElse("")}", s"filesystem=${fs.getClass.getName}",
       s"hadoop=${org.apache.hadoop.util.VersionInfo.getVersion}").mkString("\n")
   }
 
