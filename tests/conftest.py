@@ -34,17 +34,19 @@ def _s3a_class_path() -> dict:
     them once, for this pyspark's Hadoop), so that the S3 recovery tests read the bucket through
     the recovery code's own Hadoop file system: a JVM takes its class path at launch. Nothing
     where the line's Hadoop has no such S3A (its jars cannot be fetched)."""
+    import s3
+
     if os.environ.get("FULLWINDOW_TESTS_S3", "1") == "0":
+        s3.SESSION["error"] = "FULLWINDOW_TESTS_S3=0"
         return {}
     try:
-        from s3 import fetch
-
-        folder = fetch()
+        folder = s3.fetch()
         jars = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
     except Exception as err:  # noqa: BLE001 - no S3A for this line: the S3 tests say so
-        _current["s3a_error"] = err
+        s3.SESSION["error"] = err
         return {}
-    return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
+    s3.SESSION["classpath"] = os.pathsep.join(jars)
+    return {"spark.driver.extraClassPath": s3.SESSION["classpath"]}
 
 
 def _require_jar() -> None:

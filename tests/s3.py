@@ -52,6 +52,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: the shared test session's S3A class path (tests/conftest.py sets it when it starts the JVM:
+#: ``classpath``, the jars joined, or ``error``, why there are none)
+SESSION: dict = {"classpath": None, "error": None}
+
+
 class S3AUnsupported(RuntimeError):
     """The pyspark's Hadoop has no S3A on the AWS SDK v2 (before 3.4: Spark 3.5's 3.3.4)."""
 

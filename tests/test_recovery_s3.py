@@ -27,11 +27,10 @@ from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference:
 @pytest.fixture(scope="module")
 def s3(spark):
     """The S3 server, a bucket, and the shared session's S3A settings pointing at it."""
-    import conftest
-    from s3 import S3AUnsupported
+    from s3 import SESSION, S3AUnsupported
 
-    if "spark.driver.extraClassPath" not in (conftest._current.get("s3a") or {}):
-        err = conftest._current.get("s3a_error")
+    if SESSION["classpath"] is None:
+        err = SESSION["error"]
         if isinstance(err, S3AUnsupported):
             pytest.skip(f"this line's Hadoop has no S3A on the AWS SDK v2: {err}")
         pytest.fail(f"the S3A jars are not on the session's class path: {err or 'FULLWINDOW_TESTS_S3=0'}")

@@ -378,14 +378,12 @@ def test_recovery_on_s3_or_its_refusal(spark, tmp_path):
     opens, with a ConfigurationError naming what is missing and the Hadoop it needs. Spark 3.5's
     Hadoop 3.3.4 has no S3A on the AWS SDK v2 (the same refusal, not run here: its SDK v1 bundle
     is 280 MB)."""
-    import conftest
+    from s3 import SESSION, MotoS3, S3AUnsupported
     from test_recovery_s3 import S3Job
-    from s3 import MotoS3, S3AUnsupported
 
-    err = conftest._current.get("s3a_error")
-    if isinstance(err, S3AUnsupported):
-        pytest.skip(str(err))
-    assert "spark.driver.extraClassPath" in (conftest._current.get("s3a") or {}), err
+    if isinstance(SESSION["error"], S3AUnsupported):
+        pytest.skip(str(SESSION["error"]))
+    assert SESSION["classpath"], SESSION["error"]
     hadoop = spark.sparkContext._jvm.org.apache.hadoop.util.VersionInfo.getVersion()
     with MotoS3() as server:
         server.bucket = server.make_bucket("fw-smoke")
