@@ -57,6 +57,10 @@ _KIND_TO_CLASS = {
 
 
 def class_for_kind(kind: str) -> type[FullWindowError]:
+    if kind == "RECOVERY_INPUT_CHANGED":  # a SQL hint operation over changed inputs
+        from fullwindow.recovery.errors import RecoveryInputChangedError
+
+        return RecoveryInputChangedError
     return _KIND_TO_CLASS.get(kind, FullWindowAnalysisError)
 
 

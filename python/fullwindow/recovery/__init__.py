@@ -42,17 +42,19 @@ from pyspark.sql import DataFrame
 from fullwindow.errors import FullWindowError
 from fullwindow.recovery import _fs
 from fullwindow.recovery.config import (DIR, ENABLED, FLUSH_INTERVAL, JOB_ID, LEASE_TIMEOUT,
-                                        WRITE_BUFFER_SIZE, RecoverySettings, settings_from,
-                                        settings_of_session)
-from fullwindow.recovery.errors import RecoveryConflictError, RecoveryStorageError
+                                        ON_INPUT_CHANGE, WRITE_BUFFER_SIZE, RecoverySettings,
+                                        settings_from, settings_of_session)
+from fullwindow.recovery.errors import (RecoveryConflictError, RecoveryInputChangedError,
+                                        RecoveryStorageError)
 from fullwindow.recovery.eventstore import RUN_STARTED, EventStore, EventStoreWarning
-from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, job_events, operators_dir,
-                                         recovery_state)
+from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, input_records,
+                                         job_events, operators_dir, recovery_state)
 from fullwindow.recovery._status import status, verify
 from fullwindow.recovery.lease import Lease, attempt_of
 
-__all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "WRITE_BUFFER_SIZE",
-           "EventStore", "EventStoreWarning", "RecoveryConflictError", "RecoveryStorageError",
+__all__ = ["DIR", "ENABLED", "FLUSH_INTERVAL", "JOB_ID", "LEASE_TIMEOUT", "ON_INPUT_CHANGE",
+           "WRITE_BUFFER_SIZE", "EventStore", "EventStoreWarning", "RecoveryConflictError",
+           "RecoveryInputChangedError", "RecoveryStorageError",
            "RecoverySettings", "cleanup", "flush", "job_events", "recovery_state",
            "settings_from", "start", "status", "verify"]
 
@@ -85,6 +87,7 @@ class _Job:
                                                    sizes=read):
                 events.extend(evs)
             self.state = recovery_state(events)
+            self.input_records = input_records(events)
             # the run's first event fences off whatever earlier drivers write from now on
             self.store = EventStore(
                 events_dir(self.job_dir), settings.write_buffer_size, settings.flush_interval,
@@ -321,6 +324,20 @@ def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
                 continue
         n = v.num_partitions if isinstance(v.num_partitions, int) else -1
         fw.recoveryVertex(job.job_dir, fp, n, v.layout or "", "\n".join(rows))
+    # what earlier runs recorded about each operation's inputs, where a changed input is found
+    # (for DataFrame and SQL hint operations alike: recovery/InputFingerprint.scala)
+    lines = []
+    for i, r in enumerate(job.input_records):
+        for root, digest in sorted(r["inputs"].items()):
+            counts = r["files"].get(root)
+            n, size = counts if isinstance(counts, list) and len(counts) == 2 else (-1, -1)
+            try:
+                lines.append("\t".join([str(i), r["structure"], r["fingerprint"],
+                                        _one_line(root), digest, str(int(n)), str(int(size))]))
+            except (TypeError, ValueError):
+                continue
+    if lines:
+        fw.recordedInputs(job.job_dir, "\n".join(lines))
 
 
 _runtime = _Runtime()
@@ -349,18 +366,33 @@ def _func_digest(func: Any) -> bytes:
 
 def fingerprint(out: DataFrame, operation: str, func: Any = None, extra: Any = None) -> str:
     """The stable fingerprint of a full-window operation: its result's plan (the operation and
-    everything upstream, committed upstream operations by their own fingerprints) and the code
-    of the Python function it calls (recovery/_digest.py)."""
+    everything upstream, committed upstream operations by their own fingerprints, and the
+    listings of the files and the versions of the tables it reads) and the code of the Python
+    function it calls (recovery/_digest.py)."""
+    return _fingerprints(out, operation, func, extra)[0]
+
+
+def _fingerprints(out: DataFrame, operation: str, func: Any = None,
+                  extra: Any = None) -> "tuple[str, str, List[str]]":
+    """The operation's fingerprint, its structural fingerprint (the same without the input
+    listings: it stays the same when only the inputs changed) and its inputs, one line each
+    (``root TAB digest TAB files TAB bytes``), upstream operations' included."""
     from fullwindow._jvm import facade
 
-    h = hashlib.sha256()
-    h.update(operation.encode())
-    h.update(b"\0")
-    h.update(str(facade(out).planFingerprint(out._jdf)).encode())
-    h.update(b"\0")
-    h.update(_func_digest(func))
-    h.update(repr(extra).encode())
-    return h.hexdigest()[:24]
+    texts = list(facade(out).planFingerprints(out._jdf))
+    code = _func_digest(func)
+
+    def digest(text: str) -> str:
+        h = hashlib.sha256()
+        h.update(operation.encode())
+        h.update(b"\0")
+        h.update(text.encode())
+        h.update(b"\0")
+        h.update(code)
+        h.update(repr(extra).encode())
+        return h.hexdigest()[:24]
+
+    return digest(str(texts[0])), digest(str(texts[1])), [str(t) for t in texts[2:]]
 
 
 def commit_operation(out: DataFrame, operation: str, func: Any = None,
@@ -381,9 +413,16 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
 
     fw = facade(out)
     job = _runtime.job(spark, settings, operation)
-    fp = fingerprint(out, operation, func, extra)
+    fp, structure, inputs_now = _fingerprints(out, operation, func, extra)
     with _runtime.lock:
         _runtime.owner[fp] = job
+    fail = settings.on_input_change == "fail"
+    changed = list(fw.operationInputs(job.job_dir, operation, fp, structure,
+                                      _string_array(fw, inputs_now), fail))
+    if changed:
+        if fail:
+            raise RecoveryInputChangedError(str(changed[0]))
+        log.warning("%s", changed[1])
     op_dir = _fs.join(operators_dir(job.job_dir), fp)
     job.fs.makedirs(op_dir)
     vertex = job.state.get(fp)

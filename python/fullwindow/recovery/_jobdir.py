@@ -45,7 +45,7 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
     for e in events:
         fp = e.get("fingerprint")
         kind = e.get("type")
-        if not isinstance(fp, str):
+        if not isinstance(fp, str) or kind == "vertexInputs":
             continue
         v = vertices.setdefault(fp, _Vertex())
         if kind == "vertexInitialized":
@@ -72,6 +72,26 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
                 for p in parts:
                     v.finished.pop(p, None)
     return vertices
+
+
+def input_records(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The ``vertexInputs`` events, oldest first, that are well formed: what each run recorded
+    about an operation's file and table inputs when it was defined (its fingerprint, its
+    structural fingerprint, which leaves the input listings out, and per input root the digest
+    of its listing, and its files and bytes). On a resume, an operation whose structure was
+    recorded with another fingerprint and other input digests has changed inputs."""
+    out: List[Dict[str, Any]] = []
+    for e in events:
+        if e.get("type") != "vertexInputs":
+            continue
+        fp, sfp, inputs = e.get("fingerprint"), e.get("structure"), e.get("inputs")
+        if not (isinstance(fp, str) and isinstance(sfp, str) and isinstance(inputs, dict)):
+            continue
+        files = e.get("files") if isinstance(e.get("files"), dict) else {}
+        out.append({"fingerprint": fp, "structure": sfp, "operator": e.get("operator"),
+                    "inputs": {str(k): str(v) for k, v in inputs.items()},
+                    "files": files})
+    return out
 
 
 def delete_job(fs: Any, job_dir: str, where: str) -> bool:

@@ -13,11 +13,14 @@ WRITE_BUFFER_SIZE = "spark.fullwindow.eventStore.writeBufferSize"
 FLUSH_INTERVAL = "spark.fullwindow.eventStore.flushInterval"
 LEASE_TIMEOUT = "spark.fullwindow.recovery.leaseTimeout"
 LEASE_WAIT = "spark.fullwindow.recovery.leaseWait"
+ON_INPUT_CHANGE = "spark.fullwindow.recovery.onInputChange"
 
 DEFAULT_WRITE_BUFFER_SIZE = "1m"
 DEFAULT_FLUSH_INTERVAL = "1s"
 DEFAULT_LEASE_TIMEOUT = "60s"
 DEFAULT_LEASE_WAIT = "0s"
+DEFAULT_ON_INPUT_CHANGE = "recompute"
+ON_INPUT_CHANGE_MODES = ("recompute", "fail")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class RecoverySettings:
     flush_interval: float
     lease_timeout: float = 60.0
     lease_wait: float = 0.0
+    # what a resumed run does with an operation whose file or table inputs changed since an
+    # earlier run recorded them: "recompute" it (and what depends on it), or "fail"
+    on_input_change: str = DEFAULT_ON_INPUT_CHANGE
 
     @property
     def job_dir(self) -> str:
@@ -76,7 +82,19 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
         flush_interval=_parse_duration(get(FLUSH_INTERVAL) or DEFAULT_FLUSH_INTERVAL,
                                        FLUSH_INTERVAL),
         lease_timeout=_lease_timeout(get(LEASE_TIMEOUT) or DEFAULT_LEASE_TIMEOUT),
-        lease_wait=_lease_wait(get(LEASE_WAIT) or DEFAULT_LEASE_WAIT))
+        lease_wait=_lease_wait(get(LEASE_WAIT) or DEFAULT_LEASE_WAIT),
+        on_input_change=on_input_change(get(ON_INPUT_CHANGE)))
+
+
+def on_input_change(raw: Any) -> str:
+    """The mode ``spark.fullwindow.recovery.onInputChange`` names (unset: ``recompute``)."""
+    text = str(raw if raw is not None else "").strip().lower() or DEFAULT_ON_INPUT_CHANGE
+    if text not in ON_INPUT_CHANGE_MODES:
+        raise ConfigurationError(
+            f"{ON_INPUT_CHANGE} is '{raw}'; expected recompute (an operation whose file or table "
+            "inputs changed since an earlier run is computed again, with everything depending "
+            "on it) or fail (such an operation raises RecoveryInputChangedError).")
+    return text
 
 
 def _lease_timeout(raw: Any) -> float:

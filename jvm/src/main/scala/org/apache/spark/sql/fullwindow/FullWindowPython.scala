@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.fullwindow.execution.KeyedPython
-import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, RecoveryFence}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, InputFingerprint, RecoveryFence}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.shims.SparkShims.{Dataset, SparkSession}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
@@ -227,21 +227,71 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   /**
    * A stable text of `df`'s analyzed plan for fingerprinting: expression ids removed, local data
-   * hashed in, and committed or recovered operations reduced to their fingerprints, so that a
-   * plan reads the same whether its inputs were computed or recovered.
+   * hashed in, committed or recovered operations reduced to their fingerprints (so that a plan
+   * reads the same whether its inputs were computed or recovered), and the listings of the files
+   * and the versions of the tables it reads (recovery/InputFingerprint.scala).
    */
   def planFingerprint(df: Dataset[Row]): String = planText(df.queryExecution.analyzed)
 
+  /**
+   * What Python fingerprints an operation with, in one call: [[planText]], the same text without
+   * input listings (the operation's structure: upstream operations by their own structures, each
+   * input by its root only), then one line per input the operation depends on, its upstream
+   * operations' included (`root TAB digest TAB files TAB bytes`).
+   */
+  def planFingerprints(df: Dataset[Row]): Array[String] = {
+    val t = planTexts(df.queryExecution.analyzed)
+    Array(t.full, t.structure) ++ t.inputs.map(_.line)
+  }
+
   /** The stable text of an analyzed plan (see [[planFingerprint]]). */
-  def planText(analyzed: LogicalPlan): String = {
+  def planText(analyzed: LogicalPlan): String = planTexts(analyzed).full
+
+  /** The stable texts of a plan, with and without input listings, and its inputs. */
+  final case class PlanTexts(full: String, structure: String, inputs: Seq[InputFingerprint.Input])
+
+  def planTexts(analyzed: LogicalPlan): PlanTexts = {
     val plan = analyzed.transformDown {
       case c: FullWindowCommit => RecoveryMarker(c.fingerprint, c.output)
       case s: FullWindowRecoveredScan => RecoveryMarker(s.fingerprint, s.output)
     }
     val local = plan.collect { case l: LocalRelation => l.data.map(_.hashCode()).mkString(",") }
     val text = plan.canonicalized.treeString(verbose = true, addSuffix = false, maxFields = Int.MaxValue)
-    text.replaceAll("#\\d+L?", "") + "\nlocal:" + local.mkString(";")
+    val base = text.replaceAll("#\\d+L?", "") + "\nlocal:" + local.mkString(";")
+    val upstream = plan.collect { case m: RecoveryMarker => m.fingerprint }.distinct
+    val direct = InputFingerprint.direct(plan)
+    // no input read here: the text it always had (fingerprints of such plans stay as they were)
+    val full = if (direct.isEmpty) base
+      else base + "\ninputs:\n" + direct.map(i => s"${i.root}\t${i.digest}").mkString("\n")
+    val structured = upstream.foldLeft(base) { (t, fp) =>
+      t.replace(s"Recovered $fp", s"Recovered ${InputFingerprint.structureOf(fp)}")
+    }
+    val structure = if (direct.isEmpty) structured
+      else structured + "\nroots:\n" + direct.map(_.root).mkString("\n")
+    PlanTexts(full, structure,
+      InputFingerprint.merge(direct ++ upstream.flatMap(InputFingerprint.inputsOf)))
   }
+
+  /**
+   * Operation `fingerprint` (structure `structure`, the input lines [[planFingerprints]] gave) of
+   * job `jobDir` is defined: remembered for downstream operations, compared with what earlier
+   * runs recorded, recorded as a `vertexInputs` job event unless its inputs changed and
+   * `failOnChange`. Returns nothing when its inputs did not change, else the error's text and
+   * the warning's (see [[InputFingerprint.operation]]).
+   */
+  def operationInputs(jobDir: String, operation: String, fingerprint: String, structure: String,
+      inputs: Array[String], failOnChange: Boolean): Array[String] =
+    InputFingerprint.operation(jobDir, operation, fingerprint, structure,
+      inputs.toSeq.map(InputFingerprint.Input.parse), failOnChange).toArray
+
+  /** What earlier runs of job `jobDir` recorded about operations' inputs (the `vertexInputs`
+    * events, oldest first): one line per input, `record TAB structure TAB fingerprint TAB root TAB
+    * digest TAB files TAB bytes`, the lines of one record together. */
+  def recordedInputs(jobDir: String, records: String): Unit =
+    lines(records).toSeq.map(_.split("\t", 4)).groupBy(_(0).toInt).toSeq.sortBy(_._1).foreach {
+      case (_, rs) => InputFingerprint.putRecorded(jobDir, rs.head(1), InputFingerprint.Recorded(
+        rs.head(2), rs.map(r => InputFingerprint.Input.parse(r(3)))))
+    }
 
   /**
    * `df` (a full-window operation's result) committed per partition, and the shuffles its stage

@@ -21,6 +21,7 @@ object FullWindowRecoveryJobs {
 
   def close(jobDir: String): Unit = {
     jobs.remove(jobDir)
+    InputFingerprint.forget(jobDir)
     RecoveryFence.clear(jobDir)
   }
 

@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.fullwindow.FullWindowPython
+import org.apache.spark.sql.fullwindow.{FullWindowAnalysisException, FullWindowPython}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCommit, FullWindowRecoveredScan}
 import org.apache.spark.sql.internal.SQLConf
 
@@ -50,7 +50,17 @@ object HintRecovery extends Logging {
       }
       return plan
     }
-    val fp = fingerprint(operation, plan)
+    val texts = FullWindowPython.planTexts(plan)
+    val fp = hash(operation + "\u0000" + texts.full)
+    val structure = hash(operation + "\u0000" + texts.structure)
+    val fail = InputFingerprint.mode(SQLConf.get.getConfString(InputFingerprint.OnInputChange,
+      "recompute")) == "fail"
+    InputFingerprint.operation(job, operation, fp, structure, texts.inputs, fail) match {
+      case Seq(error, warning) =>
+        if (fail) throw new FullWindowAnalysisException("RECOVERY_INPUT_CHANGED", error)
+        logWarning(warning)
+      case _ =>
+    }
     val operatorDir = s"$job/operators/$fp"
     val session = SparkSession.active
     val hadoopConf = session.sparkContext.hadoopConfiguration
@@ -85,10 +95,12 @@ object HintRecovery extends Logging {
     }
   }
 
-  /** The fingerprint of a hinted operation: its kind and its analyzed plan's stable text. */
-  def fingerprint(operation: String, plan: LogicalPlan): String = {
-    val text = operation + "\u0000" + FullWindowPython.planText(plan)
+  /** The fingerprint of a hinted operation: its kind and its analyzed plan's stable text (the
+   * listings of the files it reads included). */
+  def fingerprint(operation: String, plan: LogicalPlan): String =
+    hash(operation + "\u0000" + FullWindowPython.planText(plan))
+
+  private def hash(text: String): String =
     MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))
       .take(12).map(b => f"${b & 0xff}%02x").mkString
-  }
 }

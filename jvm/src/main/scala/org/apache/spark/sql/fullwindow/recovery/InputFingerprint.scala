@@ -1,0 +1,302 @@
+package org.apache.spark.sql.fullwindow.recovery
+
+import java.nio.charset.StandardCharsets
+import java.security.MessageDigest
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.fs.FileStatus
+
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, FileIndex, HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
+import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, FileTable}
+
+/**
+ * What a full-window operation reads from outside the program: the listings of its file-based
+ * inputs and the versions of its versioned tables, folded into its recovery fingerprint, so that a
+ * resumed run over changed inputs never reuses partitions computed from the old ones.
+ *
+ * Each input is named by its root (the directories or files it was read from, or the table) and
+ * summarized by a digest of what the query will read there:
+ *
+ *  - a V1 file relation (`LogicalRelation` over a `HadoopFsRelation`) whose location is a
+ *    `PartitioningAwareFileIndex` (`InMemoryFileIndex`, what `spark.read.parquet(dir)` and
+ *    non-partitioned catalog tables make): the listing the index cached when the DataFrame was
+ *    created, which is exactly what the query reads: every file's path, length, modification
+ *    time and, where the file system gives one (`org.apache.hadoop.fs.EtagSource`: S3A), ETag.
+ *    No listing call is made;
+ *  - a `CatalogFileIndex` (a partitioned catalog table): every partition's files, listed through
+ *    the index (its listings go to the session's file status cache, where the query's own
+ *    listing finds them);
+ *  - any other file index (Delta's): its table version when it has a `tableVersion` method,
+ *    else the names of its input files and its size;
+ *  - a V2 relation over a `FileTable`: its file index's listing, as above; over another table:
+ *    the entries of its `properties()` and of the read's options whose key names a snapshot or a
+ *    version (Iceberg's `current-snapshot-id`, time travel options). A table exposing neither is
+ *    not covered.
+ *
+ * One pass over each cached listing (sorted by path, then hashed): cheap at 100,000 files.
+ */
+object InputFingerprint {
+
+  /** One input: its root, the digest of its listing (or version), and how many files and bytes
+   * it had (-1 when not known). */
+  final case class Input(root: String, digest: String, files: Long, bytes: Long) {
+    /** One line for Python and the event store: tab-separated, the root without tabs or breaks. */
+    def line: String = s"$root\t$digest\t$files\t$bytes"
+  }
+
+  object Input {
+    def parse(line: String): Input = {
+      val f = line.split("\t", -1)
+      Input(f(0), f(1), f(2).toLong, f(3).toLong)
+    }
+  }
+
+  /** What a fingerprinted operation was computed from: its structural fingerprint (the same
+   * fingerprint without input listings) and its inputs, its upstream operations' included. */
+  final case class Known(structure: String, inputs: Seq[Input])
+
+  // fingerprint -> Known, for the operations fingerprinted in this driver: a downstream plan
+  // names a committed or recovered upstream operation by its fingerprint only
+  private val known = new ConcurrentHashMap[String, Known]()
+
+  def record(fingerprint: String, structure: String, inputs: Seq[Input]): Unit =
+    known.put(fingerprint, Known(structure, inputs))
+
+  /** The structural fingerprint of operation `fingerprint` (itself when not known here). */
+  def structureOf(fingerprint: String): String =
+    Option(known.get(fingerprint)).map(_.structure).getOrElse(fingerprint)
+
+  def inputsOf(fingerprint: String): Seq[Input] =
+    Option(known.get(fingerprint)).map(_.inputs).getOrElse(Nil)
+
+  /** The inputs `plan` reads itself (not through the committed operations in it), one per root,
+   * sorted by root. */
+  def direct(plan: LogicalPlan): Seq[Input] = merge(plan.collectWithSubqueries {
+    case l: LogicalRelation => l.relation match {
+      case fs: HadoopFsRelation => ofIndex(fs.location)
+      case _ => None
+    }
+    case r: DataSourceV2Relation => r.table match {
+      case t: FileTable => ofIndex(t.fileIndex)
+      case _ => ofTable(r)
+    }
+  }.flatten)
+
+  /** `inputs` with one entry per root: a root read twice with different listings gets a digest of
+   * both. */
+  def merge(inputs: Seq[Input]): Seq[Input] =
+    inputs.groupBy(_.root).toSeq.sortBy(_._1).map { case (root, same) =>
+      val distinct = same.distinct
+      if (distinct.size == 1) distinct.head
+      else Input(root, sha(distinct.map(_.digest).sorted.mkString("\n")),
+        distinct.map(_.files).max, distinct.map(_.bytes).max)
+    }
+
+  private def ofIndex(index: FileIndex): Option[Input] = index match {
+    case p: PartitioningAwareFileIndex => Some(ofFiles(rootOf(p.rootPaths.map(_.toString)), p.allFiles()))
+    case c: CatalogFileIndex =>
+      val files = c.filterPartitions(Nil).allFiles()
+      Some(ofFiles(clean(c.table.identifier.unquotedString +
+        c.table.storage.locationUri.map(u => s" at ${new org.apache.hadoop.fs.Path(u)}").getOrElse("")),
+        files))
+    case other =>
+      val root = rootOf(other.rootPaths.map(_.toString))
+      tableVersion(other) match {
+        case Some(v) => Some(Input(root, sha(s"version=$v"), -1, -1))
+        case None =>
+          val names = other.inputFiles.sorted
+          Some(Input(root, sha(names.mkString("\n") + "\nsize=" + other.sizeInBytes),
+            names.length.toLong, other.sizeInBytes))
+      }
+  }
+
+  /** Delta's file indexes (TahoeFileIndex) have `tableVersion: Long`: the snapshot they read. */
+  private def tableVersion(index: FileIndex): Option[Long] =
+    try {
+      val m = index.getClass.getMethod("tableVersion")
+      m.invoke(index) match {
+        case v: java.lang.Long => Some(v.longValue)
+        case _ => None
+      }
+    } catch {
+      case _: NoSuchMethodException | _: SecurityException => None
+      case _: java.lang.reflect.InvocationTargetException => None
+    }
+
+  private val VersionKey = "(?i).*(snapshot|version|timestamp-?as-?of|as-of-timestamp).*".r
+
+  private def ofTable(r: DataSourceV2Relation): Option[Input] = {
+    val props = Option(r.table.properties()).map(_.asScala.toSeq).getOrElse(Nil)
+    val opts = Option(r.options).map(_.asScala.toSeq).getOrElse(Nil)
+    val versions = (props.map { case (k, v) => s"property $k=$v" } ++
+      opts.map { case (k, v) => s"option $k=$v" })
+      .filter(s => VersionKey.pattern.matcher(s.takeWhile(_ != '=')).matches()).sorted
+    if (versions.isEmpty) None
+    else {
+      val name = (r.catalog.map(_.name()).toSeq ++ r.identifier.map(_.toString).toSeq) match {
+        case Seq() => r.table.name()
+        case parts => parts.mkString(".")
+      }
+      Some(Input(clean(name), sha(versions.mkString("\n")), -1, -1))
+    }
+  }
+
+  /** A root for display and as a key: the paths (a few shown; many: the first, how many more and
+   * a hash of all, so that the key stays unique). */
+  private def rootOf(paths: Seq[String]): String = {
+    val sorted = paths.sorted
+    clean(if (sorted.size <= 3) sorted.mkString(", ")
+    else s"${sorted.head} and ${sorted.size - 1} more paths (${sha(sorted.mkString("\n")).take(8)})")
+  }
+
+  private def clean(s: String): String = s.map(c => if (c == '\t' || c == '\n' || c == '\r') ' ' else c)
+
+  private val etagSource: Option[(Class[_], java.lang.reflect.Method)] =
+    try {
+      val c = Class.forName("org.apache.hadoop.fs.EtagSource")
+      Some((c, c.getMethod("getEtag")))
+    } catch {
+      case _: ClassNotFoundException | _: NoSuchMethodException | _: LinkageError => None
+    }
+
+  private def etag(f: FileStatus): String = etagSource match {
+    case Some((c, m)) if c.isInstance(f) =>
+      try Option(m.invoke(f)).map(_.toString).getOrElse("") catch { case _: Exception => "" }
+    case _ => ""
+  }
+
+  /** The digest of a listing: each file's path, length, modification time and ETag, sorted by
+   * path. */
+  def ofFiles(root: String, files: Seq[FileStatus]): Input = {
+    val entries = files.map(f => (f.getPath.toString, f)).sortBy(_._1)
+    val md = MessageDigest.getInstance("SHA-256")
+    var bytes = 0L
+    entries.foreach { case (path, f) =>
+      md.update(s"$path\t${f.getLen}\t${f.getModificationTime}\t${etag(f)}\n"
+        .getBytes(StandardCharsets.UTF_8))
+      bytes += f.getLen
+    }
+    Input(root, hex(md.digest()).take(32), entries.size.toLong, bytes)
+  }
+
+  def sha(text: String): String =
+    hex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))).take(32)
+
+  private def hex(bytes: Array[Byte]): String = bytes.map(b => f"${b & 0xff}%02x").mkString
+
+  // ---- changed inputs (what earlier runs recorded, put here by the Python runtime) ------------
+
+  /** One earlier record of an operation: its fingerprint and inputs, under its structure. */
+  final case class Recorded(fingerprint: String, inputs: Seq[Input])
+
+  // job dir -> structural fingerprint -> records, oldest first
+  private val recorded = new ConcurrentHashMap[String, ConcurrentHashMap[String, Vector[Recorded]]]()
+
+  def putRecorded(jobDir: String, structure: String, rec: Recorded): Unit = {
+    val m = recorded.computeIfAbsent(jobDir, _ => new ConcurrentHashMap[String, Vector[Recorded]]())
+    m.merge(structure, Vector(rec), (a: Vector[Recorded], b: Vector[Recorded]) => a ++ b)
+  }
+
+  def forget(jobDir: String): Unit = recorded.remove(jobDir)
+
+  /** Whether operation `fingerprint` (structure `structure`, `inputs`) was already recorded. */
+  def isRecorded(jobDir: String, structure: String, fingerprint: String): Boolean =
+    Option(recorded.get(jobDir)).flatMap(m => Option(m.get(structure)))
+      .exists(_.exists(_.fingerprint == fingerprint))
+
+  /** The inputs of an operation that changed since an earlier run recorded it under the same
+   * structure with another fingerprint: (root, then, now), either side None when the root was
+   * not read then or is not now. Empty when nothing was recorded or the same fingerprint was. */
+  def changes(jobDir: String, structure: String, fingerprint: String,
+      inputs: Seq[Input]): Seq[(String, Option[Input], Option[Input])] = {
+    val recs = Option(recorded.get(jobDir)).flatMap(m => Option(m.get(structure))).getOrElse(Vector.empty)
+    if (recs.isEmpty || recs.exists(_.fingerprint == fingerprint)) return Nil
+    val before = recs.last.inputs.map(i => i.root -> i).toMap
+    val now = inputs.map(i => i.root -> i).toMap
+    (before.keySet ++ now.keySet).toSeq.sorted.flatMap { root =>
+      val (b, n) = (before.get(root), now.get(root))
+      if (b.map(_.digest) == n.map(_.digest)) None else Some((root, b, n))
+    }
+  }
+
+  /** How a changed input is described: its root and its files and bytes then and now. */
+  def describe(change: (String, Option[Input], Option[Input])): String = {
+    def counted(i: Input): String = s"${i.files} file${if (i.files == 1) "" else "s"}, ${i.bytes} bytes"
+    change match {
+      case (root, None, Some(_)) => s"$root (not read then)"
+      case (root, Some(_), None) => s"$root (not read now)"
+      case (root, Some(b), Some(n)) if b.files >= 0 && b.files == n.files && b.bytes == n.bytes =>
+        s"$root (${counted(n)} then and now; a file was replaced or modified)"
+      case (root, Some(b), Some(n)) if b.files >= 0 && n.files >= 0 =>
+        s"$root (then ${counted(b)}; now ${counted(n)})"
+      case (root, _, _) => s"$root (another version)"
+    }
+  }
+
+  // ---- per operation: detection, record, event --------------------------------------------
+
+  val OnInputChange = "spark.fullwindow.recovery.onInputChange"
+  val Modes = Seq("recompute", "fail")
+
+  /** The mode `spark.fullwindow.recovery.onInputChange` names (checked; default recompute). */
+  def mode(raw: String): String = {
+    val m = Option(raw).map(_.trim.toLowerCase(java.util.Locale.ROOT)).filter(_.nonEmpty)
+      .getOrElse("recompute")
+    if (!Modes.contains(m)) {
+      throw org.apache.spark.sql.fullwindow.FullWindowErrors.badConf(OnInputChange, raw,
+        Modes.mkString(", "))
+    }
+    m
+  }
+
+  /**
+   * Operation `fingerprint` (structure `structure`, reading `inputs`) of job `jobDir`, defined
+   * now: remembered for the operations downstream of it, compared with what earlier runs
+   * recorded under its structure, and recorded (a `vertexInputs` job event) unless its inputs
+   * changed and `fail` is set (so that a failed run leaves nothing behind that would let the next
+   * one pass). Returns nothing when the inputs did not change, else the error's text and the
+   * warning's.
+   */
+  def operation(jobDir: String, operation: String, fingerprint: String, structure: String,
+      inputs: Seq[Input], fail: Boolean): Seq[String] = {
+    record(fingerprint, structure, inputs)
+    val changed = changes(jobDir, structure, fingerprint, inputs)
+    if (changed.isEmpty || !fail) post(jobDir, operation, fingerprint, structure, inputs)
+    if (changed.isEmpty) Nil
+    else {
+      val what = changed.map(describe).mkString("; ")
+      val job = jobDir.split('/').last
+      Seq(
+        s"$operation: its input changed since an earlier run of recovery job '$job' ($jobDir) " +
+          s"recorded it: $what. The partitions committed then were computed from the old input " +
+          s"and must not be mixed with the new one, and $OnInputChange is fail. Either run " +
+          s"again with $OnInputChange=recompute (this operation and every one depending on it " +
+          "are computed again from the new input; operations over unchanged inputs are still " +
+          "recovered), or start the job afresh under a new spark.fullwindow.recovery.jobId.",
+        s"fullwindow: $operation $fingerprint: its input changed since an earlier run of job " +
+          s"$jobDir recorded it: $what. It is computed again from the new input: nothing " +
+          s"committed from the old input is reused ($OnInputChange=recompute).")
+    }
+  }
+
+  /** Records operation `fingerprint`'s inputs in job `jobDir` (here, and as a `vertexInputs` job
+   * event the Python runtime appends to the event store), once. An operation reading no input
+   * is not recorded: its fingerprint is its structure. */
+  private def post(jobDir: String, operation: String, fingerprint: String, structure: String,
+      inputs: Seq[Input]): Unit = {
+    if (inputs.isEmpty || isRecorded(jobDir, structure, fingerprint)) return
+    putRecorded(jobDir, structure, Recorded(fingerprint, inputs))
+    val esc = FullWindowRecoveryListener.escape _
+    def obj(f: Input => String) = inputs.map(i => "\"" + esc(i.root) + "\":" + f(i)).mkString("{", ",", "}")
+    val digests = obj(i => "\"" + i.digest + "\"")
+    val counts = obj(i => "[" + i.files + "," + i.bytes + "]")
+    FullWindowRecoveryListener.post(
+      s"""{"type":"vertexInputs","fingerprint":"${esc(fingerprint)}",""" +
+        s""""structure":"${esc(structure)}","operator":"${esc(operation)}",""" +
+        s""""job":"${esc(jobDir)}","inputs":$digests,"files":$counts,""" +
+        s""""time":${System.currentTimeMillis()}}""")
+  }
+}
