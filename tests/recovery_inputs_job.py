@@ -7,7 +7,7 @@ IN_X, IN_Y             the two input directories (Parquet, one column ``id``)
 OUT                    the Parquet directory the job writes
 MARKS                  a directory where each user function leaves one file per partition run
 RUN                    a name for this run, part of each marker's name
-SLOW                   seconds each partition of A sleeps, and partition 3 of B ten times as
+SLOW                   seconds each partition of A sleeps, and partition 3 of B twenty times as
                        long (so that a kill finds both operations partly done)
 ON_INPUT_CHANGE        spark.fullwindow.recovery.onInputChange (unset: the default)
 
@@ -46,7 +46,7 @@ def fb(rows):
 
     out = [("b", r.id, r.id % 5) for r in rows]
     if TaskContext.get().partitionId() == 3:
-        time.sleep(10 * float(os.environ.get("SLOW", "0")))
+        time.sleep(20 * float(os.environ.get("SLOW", "0")))
     mark("B")
     return out
 

@@ -379,7 +379,7 @@ def _fingerprints(out: DataFrame, operation: str, func: Any = None,
     (``root TAB digest TAB files TAB bytes``), upstream operations' included."""
     from fullwindow._jvm import facade
 
-    texts = list(facade(out).planFingerprints(out._jdf))
+    full, structure, inputs = (str(t) for t in facade(out).planFingerprints(out._jdf))
     code = _func_digest(func)
 
     def digest(text: str) -> str:
@@ -392,7 +392,7 @@ def _fingerprints(out: DataFrame, operation: str, func: Any = None,
         h.update(repr(extra).encode())
         return h.hexdigest()[:24]
 
-    return digest(str(texts[0])), digest(str(texts[1])), [str(t) for t in texts[2:]]
+    return digest(full), digest(structure), inputs.split("\n") if inputs else []
 
 
 def commit_operation(out: DataFrame, operation: str, func: Any = None,
@@ -417,12 +417,13 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
     with _runtime.lock:
         _runtime.owner[fp] = job
     fail = settings.on_input_change == "fail"
-    changed = list(fw.operationInputs(job.job_dir, operation, fp, structure,
-                                      _string_array(fw, inputs_now), fail))
+    changed = str(fw.operationInputs(job.job_dir, operation, fp, structure,
+                                     "\n".join(_one_line(x) for x in inputs_now), fail))
     if changed:
+        error, warning = changed.split("\0")
         if fail:
-            raise RecoveryInputChangedError(str(changed[0]))
-        log.warning("%s", changed[1])
+            raise RecoveryInputChangedError(error)
+        log.warning("%s", warning)
     op_dir = _fs.join(operators_dir(job.job_dir), fp)
     job.fs.makedirs(op_dir)
     vertex = job.state.get(fp)

@@ -236,12 +236,13 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /**
    * What Python fingerprints an operation with, in one call: [[planText]], the same text without
    * input listings (the operation's structure: upstream operations by their own structures, each
-   * input by its root only), then one line per input the operation depends on, its upstream
-   * operations' included (`root TAB digest TAB files TAB bytes`).
+   * input by its root only), and one line per input the operation depends on, its upstream
+   * operations' included (`root TAB digest TAB files TAB bytes`), newline-separated (three
+   * strings: py4j fetches each element of an array in a call of its own).
    */
   def planFingerprints(df: Dataset[Row]): Array[String] = {
     val t = planTexts(df.queryExecution.analyzed)
-    Array(t.full, t.structure) ++ t.inputs.map(_.line)
+    Array(t.full, t.structure, t.inputs.map(_.line).mkString("\n"))
   }
 
   /** The stable text of an analyzed plan (see [[planFingerprint]]). */
@@ -276,13 +277,13 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * Operation `fingerprint` (structure `structure`, the input lines [[planFingerprints]] gave) of
    * job `jobDir` is defined: remembered for downstream operations, compared with what earlier
    * runs recorded, recorded as a `vertexInputs` job event unless its inputs changed and
-   * `failOnChange`. Returns nothing when its inputs did not change, else the error's text and
-   * the warning's (see [[InputFingerprint.operation]]).
+   * `failOnChange`. Returns an empty string when its inputs did not change, else the error's
+   * text and the warning's, joined with a NUL character (see [[InputFingerprint.operation]]).
    */
   def operationInputs(jobDir: String, operation: String, fingerprint: String, structure: String,
-      inputs: Array[String], failOnChange: Boolean): Array[String] =
+      inputs: String, failOnChange: Boolean): String =
     InputFingerprint.operation(jobDir, operation, fingerprint, structure,
-      inputs.toSeq.map(InputFingerprint.Input.parse), failOnChange).toArray
+      lines(inputs).toSeq.map(InputFingerprint.Input.parse), failOnChange).mkString("\u0000")
 
   /** What earlier runs of job `jobDir` recorded about operations' inputs (the `vertexInputs`
     * events, oldest first): one line per input, `record TAB structure TAB fingerprint TAB root TAB

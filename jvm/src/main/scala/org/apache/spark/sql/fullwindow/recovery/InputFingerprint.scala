@@ -74,16 +74,24 @@ object InputFingerprint {
 
   /** The inputs `plan` reads itself (not through the committed operations in it), one per root,
    * sorted by root. */
-  def direct(plan: LogicalPlan): Seq[Input] = merge(plan.collectWithSubqueries {
-    case l: LogicalRelation => l.relation match {
-      case fs: HadoopFsRelation => ofIndex(fs.location)
-      case _ => None
+  def direct(plan: LogicalPlan): Seq[Input] = {
+    // a file index read several times (a self-join) is digested once
+    val seen = new java.util.IdentityHashMap[FileIndex, Option[Input]]()
+    def once(index: FileIndex): Option[Input] = {
+      if (!seen.containsKey(index)) seen.put(index, ofIndex(index))
+      seen.get(index)
     }
-    case r: DataSourceV2Relation => r.table match {
-      case t: FileTable => ofIndex(t.fileIndex)
-      case _ => ofTable(r)
-    }
-  }.flatten)
+    merge(plan.collectWithSubqueries {
+      case l: LogicalRelation => l.relation match {
+        case fs: HadoopFsRelation => once(fs.location)
+        case _ => None
+      }
+      case r: DataSourceV2Relation => r.table match {
+        case t: FileTable => once(t.fileIndex)
+        case _ => ofTable(r)
+      }
+    }.flatten)
+  }
 
   /** `inputs` with one entry per root: a root read twice with different listings gets a digest of
    * both. */
