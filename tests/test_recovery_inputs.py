@@ -65,7 +65,7 @@ class Job(RecoveryJob):
         """The last fingerprint recorded for the operation that reads ``directory``."""
         fp = None
         for e in self.events():
-            if e["type"] == "vertexInputs" and list(e["inputs"]) == ["file:" + directory]:
+            if e["type"] == "vertexInputs" and list(e["inputs"]) == [directory]:
                 fp = e["fingerprint"]
         return fp
 
@@ -115,7 +115,7 @@ def test_recompute_reruns_the_changed_operation_whole_and_reuses_the_unchanged_o
     assert job.over(job.y) == fp_b
     assert job.ran("B", "r2") == [3]
     warning = [line for line in job.log("r2").splitlines() if "its input changed" in line]
-    assert len(warning) == 1 and f"file:{job.x} (then 2 files" in warning[0], warning
+    assert len(warning) == 1 and f"{job.x} (then 2 files" in warning[0], warning
     assert "now 3 files" in warning[0] and "onInputChange=recompute" in warning[0]
     assert job.y not in warning[0]
 
@@ -171,7 +171,7 @@ def test_fail_names_the_changed_directory_and_writes_nothing(spark, tmp_path):
             message = str(err.value)
             assert message.startswith("mapPartition: its input changed since an earlier run of "
                                       "recovery job 'fail'")
-            assert f"file:{data} (then 2 files" in message and "now 3 files" in message
+            assert f"{data} (then 2 files" in message and "now 3 files" in message
             assert "spark.fullwindow.recovery.onInputChange=recompute" in message
             assert "new spark.fullwindow.recovery.jobId" in message
             fullwindow.recovery.flush(spark)
@@ -228,7 +228,7 @@ def test_sql_hint_operations_over_a_changed_directory(spark, tmp_path):
             spark.sql(query)
         text = str(err.value)
         assert "[FULLWINDOW.RECOVERY_INPUT_CHANGED] sql sortPartition: its input changed" in text
-        assert f"file:{data} (then 2 files" in text and "now 3 files" in text
+        assert f"{data} (then 2 files" in text and "now 3 files" in text
     finally:
         fullwindow.recovery.cleanup(spark)
         for k in (*conf, "spark.fullwindow.recovery.onInputChange"):
@@ -236,13 +236,22 @@ def test_sql_hint_operations_over_a_changed_directory(spark, tmp_path):
 
 
 def test_what_the_fingerprint_covers(spark, tmp_path):
-    """A V2 file table (a file source not in useV1SourceList) and a partitioned catalog table (a
-    CatalogFileIndex): another file changes the fingerprint, not the structural one; the same
-    listing read again gives the same fingerprint."""
+    """A glob, a V2 file table (a file source not in useV1SourceList) and a partitioned catalog
+    table (a CatalogFileIndex): another file changes the fingerprint, not the structural one;
+    the same listing read again gives the same fingerprint."""
     from fullwindow.recovery import _fingerprints
 
     def op(df):
         return df.fullWindowPartition().mapPartition(_fa, "op string, id long, v long")
+
+    glob = str(tmp_path / "glob" / "*.parquet")
+    write_ids(str(tmp_path / "glob"), "a.parquet", 0, 10)
+    fp1, s1, in1 = _fingerprints(op(spark.read.parquet(glob)), "mapPartition", _fa)
+    write_ids(str(tmp_path / "glob"), "b.parquet", 10, 20)
+    fp2, s2, in2 = _fingerprints(op(spark.read.parquet(glob)), "mapPartition", _fa)
+    assert fp2 != fp1 and s2 == s1  # a file matching the glob anew: a changed input
+    assert [line.split("\t")[:1] + line.split("\t")[2:3] for line in in1 + in2] == \
+        [[glob, "1"], [glob, "2"]]
 
     data = str(tmp_path / "v2")
     write_ids(data, "part-0.parquet", 0, 10)
@@ -258,7 +267,7 @@ def test_what_the_fingerprint_covers(spark, tmp_path):
         spark.conf.unset("spark.sql.sources.useV1SourceList")
     assert fp2 != fp1 and s2 == s1
     # one input each: root, digest, files, bytes
-    assert [line.split("\t")[0] for line in in1 + in2] == [f"file:{data}"] * 2
+    assert [line.split("\t")[0] for line in in1 + in2] == [data] * 2  # the path as given
     assert [line.split("\t")[2] for line in in1 + in2] == ["1", "2"]
 
     table = "fw_inputs_partitioned"

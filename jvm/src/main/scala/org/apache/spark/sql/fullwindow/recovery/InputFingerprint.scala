@@ -77,17 +77,17 @@ object InputFingerprint {
   def direct(plan: LogicalPlan): Seq[Input] = {
     // a file index read several times (a self-join) is digested once
     val seen = new java.util.IdentityHashMap[FileIndex, Option[Input]]()
-    def once(index: FileIndex): Option[Input] = {
-      if (!seen.containsKey(index)) seen.put(index, ofIndex(index))
+    def once(index: FileIndex, given: Option[String]): Option[Input] = {
+      if (!seen.containsKey(index)) seen.put(index, ofIndex(index, given))
       seen.get(index)
     }
     merge(plan.collectWithSubqueries {
       case l: LogicalRelation => l.relation match {
-        case fs: HadoopFsRelation => once(fs.location)
+        case fs: HadoopFsRelation => once(fs.location, fs.options.get("path"))
         case _ => None
       }
       case r: DataSourceV2Relation => r.table match {
-        case t: FileTable => once(t.fileIndex)
+        case t: FileTable => once(t.fileIndex, Option(r.options.get("path")))
         case _ => ofTable(r)
       }
     }.flatten)
@@ -103,15 +103,19 @@ object InputFingerprint {
         distinct.map(_.files).max, distinct.map(_.bytes).max)
     }
 
-  private def ofIndex(index: FileIndex): Option[Input] = index match {
-    case p: PartitioningAwareFileIndex => Some(ofFiles(rootOf(p.rootPaths.map(_.toString)), p.allFiles()))
+  /** The input of a file index; its root is the path the read was given (`given`: a glob stays a
+   * glob, so that files matching it anew change the input, not its name), else the index's
+   * root paths. */
+  private def ofIndex(index: FileIndex, given: Option[String]): Option[Input] = index match {
+    case p: PartitioningAwareFileIndex =>
+      Some(ofFiles(given.map(clean).getOrElse(rootOf(p.rootPaths.map(_.toString))), p.allFiles()))
     case c: CatalogFileIndex =>
       val files = c.filterPartitions(Nil).allFiles()
       Some(ofFiles(clean(c.table.identifier.unquotedString +
         c.table.storage.locationUri.map(u => s" at ${new org.apache.hadoop.fs.Path(u)}").getOrElse("")),
         files))
     case other =>
-      val root = rootOf(other.rootPaths.map(_.toString))
+      val root = given.map(clean).getOrElse(rootOf(other.rootPaths.map(_.toString)))
       tableVersion(other) match {
         case Some(v) => Some(Input(root, sha(s"version=$v"), -1, -1))
         case None =>
