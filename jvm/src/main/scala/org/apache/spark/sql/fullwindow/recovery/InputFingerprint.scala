@@ -17,8 +17,9 @@ import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, File
  * inputs and the versions of its versioned tables, folded into its recovery fingerprint, so that a
  * resumed run over changed inputs never reuses partitions computed from the old ones.
  *
- * Each input is named by its root (the directories or files it was read from, or the table) and
- * summarized by a digest of what the query will read there:
+ * Each input is named by its root (the path its read was given, a glob as a glob; else the
+ * directories or files the index lists; or the table) and summarized by a digest of what the
+ * query will read there:
  *
  *  - a V1 file relation (`LogicalRelation` over a `HadoopFsRelation`) whose location is a
  *    `PartitioningAwareFileIndex` (`InMemoryFileIndex`, what `spark.read.parquet(dir)` and
