@@ -12,6 +12,14 @@ partitions are all recovered is replaced by a read of its committed outputs, so 
 it runs. Partly recovered operations reuse partitions only under the same partition layout (which
 shuffle partitions each reads: adaptive execution may coalesce differently between runs).
 
+An operation's fingerprint covers the files it reads (each file's path, size, modification time
+and ETag, from the listing Spark made for the query) and the versions of the tables it reads
+(recovery/InputFingerprint.scala in the JVM): an operation over an input that changed since an
+earlier run reuses nothing, and neither does anything depending on it. A second, structural
+fingerprint without the listings tells a changed input from a changed program; with
+``spark.fullwindow.recovery.onInputChange=fail`` (default ``recompute``: a warning) an operation
+over a changed input raises :class:`RecoveryInputChangedError`.
+
 One driver runs a job id at a time: opening the job probes the directory (a write, sync and read
 back: :class:`ConfigurationError` if it fails) and takes a lease on ``<dir>/<jobId>``
 (recovery/lease.py; :class:`RecoveryConflictError` while another driver holds it). A run that
