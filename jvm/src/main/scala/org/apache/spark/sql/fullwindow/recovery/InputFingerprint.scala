@@ -78,8 +78,8 @@ object InputFingerprint {
   def direct(plan: LogicalPlan): Seq[Input] = {
     // a file index read several times (a self-join) is digested once
     val seen = new java.util.IdentityHashMap[FileIndex, Option[Input]]()
-    def once(index: FileIndex, given: Option[String]): Option[Input] = {
-      if (!seen.containsKey(index)) seen.put(index, ofIndex(index, given))
+    def once(index: FileIndex, readPath: Option[String]): Option[Input] = {
+      if (!seen.containsKey(index)) seen.put(index, ofIndex(index, readPath))
       seen.get(index)
     }
     merge(plan.collectWithSubqueries {
@@ -104,19 +104,19 @@ object InputFingerprint {
         distinct.map(_.files).max, distinct.map(_.bytes).max)
     }
 
-  /** The input of a file index; its root is the path the read was given (`given`: a glob stays a
-   * glob, so that files matching it anew change the input, not its name), else the index's
-   * root paths. */
-  private def ofIndex(index: FileIndex, given: Option[String]): Option[Input] = index match {
+  /** The input of a file index; its root is the path the read was given (`readPath`: a glob
+   * stays a glob, so that files matching it anew change the input, not its name), else the
+   * index's root paths. */
+  private def ofIndex(index: FileIndex, readPath: Option[String]): Option[Input] = index match {
     case p: PartitioningAwareFileIndex =>
-      Some(ofFiles(given.map(clean).getOrElse(rootOf(p.rootPaths.map(_.toString))), p.allFiles()))
+      Some(ofFiles(readPath.map(clean).getOrElse(rootOf(p.rootPaths.map(_.toString))), p.allFiles()))
     case c: CatalogFileIndex =>
       val files = c.filterPartitions(Nil).allFiles()
       Some(ofFiles(clean(c.table.identifier.unquotedString +
         c.table.storage.locationUri.map(u => s" at ${new org.apache.hadoop.fs.Path(u)}").getOrElse("")),
         files))
     case other =>
-      val root = given.map(clean).getOrElse(rootOf(other.rootPaths.map(_.toString)))
+      val root = readPath.map(clean).getOrElse(rootOf(other.rootPaths.map(_.toString)))
       tableVersion(other) match {
         case Some(v) => Some(Input(root, sha(s"version=$v"), -1, -1))
         case None =>
