@@ -301,3 +301,26 @@ def test_requests_per_committed_partition(tmp_path, reference, s3, files):
     job.run("r2")  # resume of a finished job: everything read back
     again = [r for r in s3.requests() if "/operators/" in r[1] and r[0] == "PUT"]
     assert again == []
+
+
+def test_an_input_on_s3_that_changed_changes_the_fingerprint(spark, s3):
+    """Inputs on S3 are fingerprinted by their listing (path, size, modification time, ETag): a
+    file added to the input directory, or one rewritten, changes the fingerprint of the
+    operation that reads it (and so nothing committed over the old input is reused); an
+    unchanged directory read again keeps it."""
+    from fullwindow.recovery import _fingerprints
+
+    base = f"{s3.bucket}/input-{uuid.uuid4().hex[:6]}"
+    spark.range(0, 100, 1, 2).write.parquet(base)
+
+    def fingerprints():
+        op = spark.read.parquet(base).fullWindowPartition().sortPartition("id")
+        full, structure, inputs = _fingerprints(op, "sortPartition")
+        return full, structure, inputs
+
+    first = fingerprints()
+    assert fingerprints() == first and first[2], first
+    spark.range(100, 150, 1, 1).write.mode("append").parquet(base)
+    added = fingerprints()
+    assert added[0] != first[0] and added[1] == first[1]  # same program, other input
+    assert added[2] != first[2]

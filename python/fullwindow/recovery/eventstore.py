@@ -265,7 +265,7 @@ class EventStore:
         self._seq = 0
         if self.objects:
             self.segment = _fs.join(directory, self.name)
-            self._out = None
+            self._out: Any = None
         else:
             self.segment = _fs.join(directory, self.name + SEGMENT_SUFFIX)
             self._out = self._fs.create(self.segment)
@@ -312,6 +312,7 @@ class EventStore:
                 raise RuntimeError(f"{path} exists already: another writer uses this segment")
             self._seq += 1
         else:
+            assert self._out is not None  # an appended segment's open file
             self._out.write(data)
             self._out.sync()
         self.flushes += 1
