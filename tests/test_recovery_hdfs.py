@@ -51,6 +51,9 @@ class HdfsJob(Job):
         with open(self._log(run), errors="replace") as f:
             return f.read()[-4000:]
 
+    def options(self, lease_timeout=None) -> dict:
+        return {"LEASE_TIMEOUT": lease_timeout}
+
 
 def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark):
     job = HdfsJob(tmp_path, "midway", hdfs.uri)
@@ -308,3 +311,34 @@ def test_fencing_on_hdfs(hdfs, files):
     assert {k: storage[k] for k in ("events", "create", "lease", "commit")} == {
         "events": "append", "create": "exclusive", "lease": "mtime", "commit": "rename"}
     fenced_runs(f"{base}/events", files)
+
+
+def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, hdfs, files):
+    """A driver SIGSTOPped past its lease timeout while its HDFS segment is open; a second takes
+    the job over and finishes; the first, woken, fails with its lease lost, and whatever it
+    appended meanwhile does not count: a later run recomputes nothing and the output is exact."""
+    from fullwindow.recovery import lease
+
+    timeout = 8.0
+    job = HdfsJob(tmp_path, "fenced", hdfs.uri)
+    first = job.start("r1", slow=8.0, lease_timeout=f"{timeout:g}s")
+    try:
+        deadline = time.time() + 180
+        while not (lease.read(files, job.job_dir()) or {}).get("live"):
+            assert first.poll() is None and time.time() < deadline, job.log_text("r1")
+            time.sleep(0.3)
+        os.killpg(first.pid, signal.SIGSTOP)
+        time.sleep(timeout + 1)
+        assert lease.read(files, job.job_dir())["state"] == "expired"
+        job.run("r2", lease_timeout=f"{timeout:g}s")
+        assert job.output() == reference
+        os.killpg(first.pid, signal.SIGCONT)
+        rc = first.wait(180)
+        assert rc != 0 and "lease on job 'fenced' was lost" in job.log_text("r1")
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(30)
+    job.run("r3", lease_timeout=f"{timeout:g}s")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == []
