@@ -56,11 +56,13 @@ _KIND_TO_CLASS = {
 }
 
 
-def class_for_kind(kind: str) -> type[FullWindowError]:
-    if kind == "RECOVERY_INPUT_CHANGED":  # a SQL hint operation over changed inputs
-        from fullwindow.recovery.errors import RecoveryInputChangedError
+def register_kind(kind: str, cls: type[FullWindowError]) -> None:
+    """Maps JVM error kind ``kind`` to ``cls``: for error classes defined in subpackages
+    (fullwindow.recovery.errors registers its own when ``import fullwindow`` imports it)."""
+    _KIND_TO_CLASS[kind] = cls
 
-        return RecoveryInputChangedError
+
+def class_for_kind(kind: str) -> type[FullWindowError]:
     return _KIND_TO_CLASS.get(kind, FullWindowAnalysisError)
 
 

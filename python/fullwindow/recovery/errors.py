@@ -1,7 +1,7 @@
 """Recovery's own exceptions (all are :class:`fullwindow.FullWindowError`)."""
 from __future__ import annotations
 
-from fullwindow.errors import FullWindowError
+from fullwindow.errors import FullWindowError, register_kind
 
 
 class RecoveryConflictError(FullWindowError):
@@ -23,3 +23,7 @@ class RecoveryInputChangedError(FullWindowError):
     then were computed from the old input and must not be mixed with the new one. The message
     names the operation and each changed input (its root, and its files and bytes then and now),
     and the two ways out: run again with ``onInputChange=recompute``, or use a new job id."""
+
+
+# a SQL hint operation over changed inputs fails in the JVM with this kind
+register_kind("RECOVERY_INPUT_CHANGED", RecoveryInputChangedError)
