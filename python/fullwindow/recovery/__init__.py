@@ -155,6 +155,17 @@ _NEEDS = {
 }
 
 
+def _unwritable(err: BaseException, settings: RecoverySettings, where: str) -> FullWindowError:
+    """The ConfigurationError of a recovery directory that cannot be created or written."""
+    from fullwindow.errors import ConfigurationError
+
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return ConfigurationError(
+        f"{where}: the recovery directory {settings.directory} ({DIR}) cannot be written: "
+        f"{text}. Recovery needs a writable directory with free space, on storage that "
+        "outlives the driver.")
+
+
 def check_storage(fs: Any, settings: RecoverySettings, where: str) -> Dict[str, str]:
     """What the recovery directory's file system gives recovery (``_fs.storage``: decided from
     what the file system reports and does); a :class:`ConfigurationError` naming what is
@@ -165,11 +176,7 @@ def check_storage(fs: Any, settings: RecoverySettings, where: str) -> Dict[str, 
         fs.makedirs(settings.job_dir)
         storage = fs.storage(settings.job_dir)
     except Exception as err:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigurationError(
-            f"{where}: the recovery directory {settings.directory} ({DIR}) cannot be written: "
-            f"{text}. Recovery needs a writable directory with free space, on storage that "
-            "outlives the driver.") from None
+        raise _unwritable(err, settings, where) from None
     missing = [k for k in ("events", "create", "lease") if storage.get(k, "none") == "none"]
     if not missing:
         return storage
@@ -214,11 +221,7 @@ def probe(fs: Any, settings: RecoverySettings, where: str) -> None:
             raise OSError(f"{path} exists already")
         ok = fs.read(path) == data
     except Exception as err:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigurationError(
-            f"{where}: the recovery directory {settings.directory} ({DIR}) cannot be written: "
-            f"{text}. Recovery needs a writable directory with free space, on storage that "
-            "outlives the driver.") from None
+        raise _unwritable(err, settings, where) from None
     finally:
         try:
             fs.delete(path)
