@@ -8,13 +8,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+from hdfs import _free_port  # a free port on 127.0.0.1, as the test HDFS takes its own
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOTO = os.path.join(ROOT, ".tools", "moto")
@@ -44,12 +45,6 @@ def serial(self, environ, start_response):
 server.DomainDispatcherApplication.__call__ = serial
 server.main(sys.argv[1:])
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 #: the shared test session's S3A class path (tests/conftest.py sets it when it starts the JVM:
