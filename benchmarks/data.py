@@ -13,7 +13,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks.registry import Scale
+from benchmarks.registry import Native, Scale
 
 # One file = one partition: files are never split (maxPartitionBytes) nor packed together
 # (an open cost as large as the split size). Cases that read Parquet inputs set these.
@@ -59,3 +59,37 @@ def run_noop(df: DataFrame) -> None:
     """Runs the whole plan of ``df`` and discards the rows. Unlike ``count()``, the noop sink
     makes Spark execute every operator, so a sort cannot be optimized away."""
     df.write.format("noop").mode("overwrite").save()
+
+
+def scan_floor(without: str) -> Native:
+    """The floor of a case that reads one input and writes to the noop sink: the same scan to
+    the same sink with nothing in between (``without`` names what is left out, e.g. "sort")."""
+    return Native(f"scan + sink (no {without})", run_noop)
+
+
+def _sides(data) -> list[DataFrame]:
+    return list(data) if isinstance(data, tuple) else [data]
+
+
+def _by_key(data, key: str, sort: bool) -> DataFrame:
+    """Each input (a coGroup case's two sides: each) hash-exchanged by ``key`` into
+    spark.sql.shuffle.partitions partitions as the keyed operators' own exchange is, optionally
+    sorted by it within each, the sides unioned."""
+    frames = [d.repartition(key) for d in _sides(data)]
+    if sort:
+        frames = [f.sortWithinPartitions(key) for f in frames]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def key_floors(key: str = "k") -> tuple[Native, ...]:
+    """The floors of a keyed (or coGroup) Python case: its input exchanged by key to the noop
+    sink, without the sort, then with it; no Python. What every form of the shape pays before
+    the Python worker, so ours / floor is how close ours is to a Python step that cost
+    nothing."""
+    return (Native(f"exchange by {key} (no sort, no Python)",
+                   lambda data: run_noop(_by_key(data, key, sort=False)), "Exchange"),
+            Native(f"exchange + sort by {key} (no Python)",
+                   lambda data: run_noop(_by_key(data, key, sort=True)), "Sort"))

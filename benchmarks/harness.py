@@ -295,11 +295,14 @@ def _run_child(args: argparse.Namespace) -> int:
         sc = spark.sparkContext
         jvm = sc._jvm
         extra = list(case.natives()) if case.natives else []
+        floors = {f"floor:{f.name}": f for f in case.floors}
         variants = {"ours": case.ours, "native": case.native,
-                    **{f"native:{n.name}": n.run for n in extra}}
+                    **{f"native:{n.name}": n.run for n in extra},
+                    **{v: f.run for v, f in floors.items()}}
         result["natives"] = {"native": {"name": case.native_name, "node": case.native_node},
                              **{f"native:{n.name}": {"name": n.name, "node": n.node}
                                 for n in extra}}
+        result["floors"] = {v: {"name": f.name, "node": f.node} for v, f in floors.items()}
         names = list(variants)
         times: dict[str, list[float]] = {v: [] for v in names}
         tags: dict[str, list[str]] = {v: [] for v in names}
@@ -361,7 +364,7 @@ def _run_child(args: argparse.Namespace) -> int:
         from benchmarks.metrics import RunMetrics
         rm = RunMetrics(spark)
         nodes = {t: case.ours_node for t in tags["ours"]}
-        for v, info in result["natives"].items():
+        for v, info in {**result["natives"], **result["floors"]}.items():
             nodes.update({t: info["node"] for t in tags[v]})
         collected = rm.collect([t for v in names for t in tags[v]], nodes) if rm.available() else {}
         result["metrics"] = {v: [{**collected.get(t, {}), **cpu}
@@ -415,9 +418,10 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     res["natives"] = natives
     res["native_name"] = natives["native"]["name"]
     res["variant_stats"] = {v: _stats(res["times"][v]) for v in natives if res["times"].get(v)}
+    floors = res.setdefault("floors", {})
     rank_natives(case, res)
     profile = {}
-    for variant in ("ours", *natives):
+    for variant in ("ours", *natives, *floors):
         runs = res["metrics"].get(variant, [])
         profile[variant] = {key: _median_of(runs, key) for key in (
             "duration_ms", "sort_time_ms", "scan_time_ms", "spill_size_bytes",
@@ -439,7 +443,7 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     problems = []
     if res.get("metrics_available"):
         for variant, node in (("ours", case.ours_node),
-                              *((v, info["node"]) for v, info in natives.items())):
+                              *((v, info["node"]) for v, info in {**natives, **floors}.items())):
             runs = res["metrics"].get(variant, [])
             if node and not all(r.get("node_ran") for r in runs):
                 problems.append(f"{node} missing from the {variant} plan")

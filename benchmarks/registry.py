@@ -29,8 +29,8 @@ class Scale:
 @dataclasses.dataclass(frozen=True)
 class Native:
     """One more native form of a case's shape (``groupBy().applyInArrow``, a UDTF over
-    ``df.asTable().partitionBy(...)``, ...): ``run(data)`` is timed like ``Case.native``;
-    ``node`` is the plan node that shows it ran (``"A|B"``: either)."""
+    ``df.asTable().partitionBy(...)``, ...), or one of its floors: ``run(data)`` is timed like
+    ``Case.native``; ``node`` is the plan node that shows it ran (``"A|B"``: either)."""
     name: str
     run: Callable[[Any], Any]
     node: str | None = None
@@ -83,6 +83,11 @@ class Case:
     # included): the fastest of these the line has, the baseline ``native`` on a line with none
     # of them. Empty: the bar is judged on the headline ratio.
     bar_natives: tuple[str, ...] = ()
+    # The floors: the same input and sink without the work measured (a sort case: the scan to
+    # the sink, no sort; a keyed case: the same exchange by key, without and with the sort, no
+    # Python). Timed in the same rounds as the others, interleaved, never ranked or judged: the
+    # tables give each floor's median and ours and the fastest native form as multiples of it.
+    floors: Sequence[Native] = ()
 
     def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
         n = rows if rows is not None else (self.quick_rows if quick else self.rows)

@@ -53,6 +53,24 @@ def rank_natives(case: Case, res: dict[str, Any]) -> None:
         if against != fastest:
             res["bar_native_name"] = natives[against]["name"]
             res["bar_ratio_stats"] = _stats(ratios_to(against))
+    res.pop("floor_stats", None)
+    if res.get("floors"):
+        res["floor_stats"] = _floor_stats(res)
+
+
+def _floor_stats(res: dict[str, Any]) -> dict[str, Any]:
+    """Per floor timed: its time, and ours and the fastest native form as multiples of it, per
+    round (1.00×: at the floor; results from before floors were timed have none)."""
+    out = {}
+    times = res["times"]
+    for v, info in (res.get("floors") or {}).items():
+        floor = times.get(v)
+        if not floor:
+            continue
+        out[v] = {"name": info["name"], "time": _stats(floor),
+                  "ours": _stats([o / f for o, f in zip(times["ours"], floor)]),
+                  "native": _stats([n / f for n, f in zip(times[res["fastest_native"]], floor)])}
+    return out
 
 
 def judge(case: Case, res: dict[str, Any]) -> dict[str, Any]:
@@ -166,15 +184,20 @@ def _profile_rows(res: dict[str, Any]) -> list[list[str]]:
         return rows
     natives = res.get("natives") or {"native": {"name": res.get("native_name") or "native",
                                                 "node": res.get("native_node")}}
-    for variant in ("ours", *natives):
+    floors = res.get("floors") or {}
+    for variant in ("ours", *natives, *floors):
         p = res["profile"].get(variant)
-        stats = (res.get("variant_stats") or {}).get(variant) or res.get(f"{variant}_stats")
+        stats = ((res.get("variant_stats") or {}).get(variant) or res.get(f"{variant}_stats")
+                 or (res.get("floor_stats") or {}).get(variant, {}).get("time"))
         if p is None or stats is None:
             continue
         if variant == "ours":
             label = f"ours ({res.get('ours_node') or '?'})"
         else:
-            label = f"{natives[variant]['name']} ({natives[variant].get('node') or '?'})"
+            info = natives.get(variant) or floors[variant]
+            node = info.get("node") or ("" if variant in floors else "?")
+            label = (("floor: " if variant in floors else "") + info["name"]
+                     + (f" ({node})" if node else ""))
         rows.append([res["name"], label, f"{stats['median']:.2f} s",
                      f"{stats['q1']:.2f}–{stats['q3']:.2f} s",
                      _fmt_ms(p.get("duration_ms")), _fmt_ms(p.get("executor_run_time_ms")),
@@ -247,7 +270,12 @@ def render(store: dict[str, Any], lines: bool = False) -> str:
         "against the iterator `applyInPandas` (4.1+; else `applyInPandas`), and the result "
         "column then gives that ratio and form; NO BAR: the line has "
         "none of the native forms the bar names (3.5 has no Arrow form for the keyed Arrow "
-        "cases), the ratio shown is against the baseline.",
+        "cases), the ratio shown is against the baseline. **Floors** (timed in the same rounds, "
+        "never ranked or judged): the same input and sink without the work measured (a sort "
+        "case: the scan to the sink, no sort; a keyed or coGroup case: the exchange by key, "
+        "without and with the sort, no Python; a partition case: the scan to the sink); the "
+        "floors column gives each floor's median time and ours and the fastest native form as "
+        "per-round multiples of it (time / floor time: 1.00× is at the floor).",
         "",
         "## Summary",
         "",

@@ -44,7 +44,8 @@ _HEADER = ["case", "rows", "ratio to the fastest native median [min–max] (IQR)
            "fastest native", "ours median [min–max]", "fastest native median [min–max]",
            "ratio to the baseline native (name) median", "bar", "result",
            "spilled/run ours / fastest native", "task-CPU ratio median",
-           "JVM+Python CPU ratio median"]
+           "JVM+Python CPU ratio median",
+           "floors median: ours ÷ floor, fastest native ÷ floor (1.00× = at the floor)"]
 
 
 def _process_cpu_ratio(res: dict[str, Any], native: str = "native") -> float | None:
@@ -69,7 +70,7 @@ def _row(res: dict[str, Any]) -> list[str]:
         status += f" ({_fmt_ratio(res['bar_ratio_stats'])} to {res['bar_native_name']})"
     if res.get("error"):
         return [res["name"], f"{res.get('rows', 0):,}", "–", "–", "–", "–", "–", bar,
-                res["status"], "–", "–", "–"]
+                res["status"], "–", "–", "–", "–"]
     prof = res["profile"]
     fastest = res.get("fastest_native", "native")
     baseline = res.get("native_name") or "native"
@@ -86,7 +87,15 @@ def _row(res: dict[str, Any]) -> list[str]:
             _fmt_time(res["ours_stats"]), _fmt_time(fast_stats),
             f"{res['ratio_stats']['median']:.2f}× ({baseline})", bar, status,
             f"{spill('ours')} / {spill(fastest)}", f"{cpu['median']:.2f}×" if cpu else "?",
-            f"{pcpu:.2f}×" if (pcpu := _process_cpu_ratio(res, fastest)) else "?"]
+            f"{pcpu:.2f}×" if (pcpu := _process_cpu_ratio(res, fastest)) else "?",
+            _floors_cell(res)]
+
+
+def _floors_cell(res: dict[str, Any]) -> str:
+    """Each floor's median time, and ours and the fastest native form as multiples of it."""
+    return "; ".join(f"{f['name']} {f['time']['median']:.2f} s: ours {f['ours']['median']:.2f}×, "
+                     f"native {f['native']['median']:.2f}×"
+                     for f in (res.get("floor_stats") or {}).values()) or "–"
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:

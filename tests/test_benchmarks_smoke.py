@@ -27,6 +27,9 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     assert "50,000" in row
     assert re.search(r"\d+\.\d+× \[\d+\.\d+–\d+\.\d+\]", row), row
     assert re.search(r"\b(PASS|MISS)\b", row), row
+    # its floor (the same scan to the same sink, no sort), timed in the same round
+    assert re.search(r"scan \+ sink \(no sort\) \d+\.\d+ s: ours \d+\.\d+×, native \d+\.\d+×",
+                     row), row
 
     text = results.read_text()
     assert "| sort | sort_one_key | 50,000 |" in text
@@ -37,6 +40,8 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     # the timed runs really executed the sort operators (checked through the Spark UI REST API)
     assert stored["metrics"]["ours"][0]["node_ran"] is True
     assert stored["metrics"]["native"][0]["node_ran"] is True
+    floor = stored["floor_stats"]["floor:scan + sink (no sort)"]
+    assert floor["ours"]["median"] == stored["times"]["ours"][0] / floor["time"]["median"]
 
 
 def test_quick_benchmark_measures_every_native_form_of_the_shape(tmp_path):

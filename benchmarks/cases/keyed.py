@@ -29,13 +29,17 @@ from pyspark.sql import functions as F
 import fullwindow  # noqa: F401  (adds DataFrame.keyBy)
 from fullwindow import EndOfStreamWindows
 
-from benchmarks.data import ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input, random_long, run_noop
+from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality_long,
+                             parquet_input, random_long, run_noop)
 from benchmarks.natives import (WIDE_COGROUP_ARROW, cogroup_natives, keyed_arrow_natives,
                                 keyed_pandas_natives, keyed_row_natives, payload_length)
 from benchmarks.registry import Case, Scale, register
 
 GROUP = "keyed"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
+
+# what every form pays before the Python worker: the exchange by k, without and with the sort
+_FLOORS = key_floors("k")
 
 MANY_KEYS = 10_000
 FEW_KEYS = 8
@@ -93,7 +97,7 @@ register(Case(
     ours=_ours_map, native=_native_map, native_name="applyInPandas",
     natives=keyed_row_natives, baseline_in_headline=False,
     bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
+    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas", floors=_FLOORS,
     settings={**_MAP_SETTINGS, "keys": f"{MANY_KEYS:,} distinct, uniform"},
 ))
 
@@ -105,7 +109,7 @@ register(Case(
     ours=_ours_map, native=_native_map, native_name="applyInPandas",
     natives=keyed_row_natives, baseline_in_headline=False,
     bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
+    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas", floors=_FLOORS,
     settings={**_MAP_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform"},
 ))
 
@@ -148,6 +152,7 @@ def _arrow_case(name: str, keys: int, bar: float) -> None:
         natives=keyed_arrow_natives, baseline_in_headline=False, baseline_stands_in=False,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
         ours_node="FullWindowKeyedMapPartitionInArrow", native_node="FlatMapGroupsInPandas",
+        floors=_FLOORS,
         settings={**_MAP_SETTINGS, "keys": f"{keys:,} distinct, uniform",
                   "ours": "for b in batches: n += b.num_rows; s += pc.sum(b['x'])  ->  "
                           "one-row batch (key, n, s)"},
@@ -198,6 +203,7 @@ def _pandas_case(name: str, keys: int, bar: float) -> None:
         natives=keyed_pandas_natives,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
         ours_node="FullWindowKeyedMapPartitionInPandas", native_node="FlatMapGroupsInPandas",
+        floors=_FLOORS,
         # DESIGN's row: the iterator applyInPandas (4.1+), else applyInPandas; the headline
         # still counts every pandas form, whole-group applyInPandas included
         bar_natives=("applyInPandas (iterator)",),
@@ -271,7 +277,7 @@ register(Case(
     setup=_cogroup_setup, ours=_ours_cogroup, native=_native_cogroup,
     native_name="cogroup().applyInPandas", natives=cogroup_natives,
     bar=1.3, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+    ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas", floors=_FLOORS,
     settings={"left": f"rows (the case's row count), k over {MANY_KEYS:,} keys",
               "right": f"rows / 2, k over the same {MANY_KEYS:,} keys, another seed",
               "ours": "for r in left: nl += 1; sl += r.x; the same for right -> "
@@ -323,7 +329,7 @@ def _cogroup_pandas_case(name: str, keys: int, bar: float, bar_note: str) -> Non
         ours=_ours_cogroup_pandas, native=_native_cogroup,
         native_name="cogroup().applyInPandas", natives=cogroup_natives,
         bar=bar, bar_note=bar_note, rows=2_000_000, partitions=4, spark_conf=_CONF,
-        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas", floors=_FLOORS,
         settings={"left": f"rows (the case's row count), k over {keys:,} keys",
                   "right": f"rows / 2, k over the same {keys:,} keys, another seed",
                   "ours": "for pdf in left: nl += len(pdf); sl += pdf['x'].sum(); the same for "
@@ -431,7 +437,7 @@ def _cogroup_arrow_case(name: str, keys: int, bar: float) -> None:
         ours=_ours_cogroup_arrow, native=_native_cogroup,
         native_name="cogroup().applyInPandas", natives=cogroup_natives,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
-        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas",
+        ours_node="FullWindowCoGroup", native_node="FlatMapCoGroupsInPandas", floors=_FLOORS,
         settings={"left": f"rows (the case's row count), k over {keys:,} keys",
                   "right": f"rows / 2, k over the same {keys:,} keys, another seed",
                   "ours": "for b in left: nl += b.num_rows; sl += pc.sum(b['x']); the same for "

@@ -19,11 +19,14 @@ from pyspark.sql import functions as F
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition)
 from fullwindow import AggregateFunction
 
-from benchmarks.data import ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input, random_long, run_noop
+from benchmarks.data import (ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input,
+                             random_long, run_noop, scan_floor)
 from benchmarks.registry import Case, register
 
 GROUP = "partition"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
+# the scan of the same input to the same noop sink, nothing in between
+_NO_PYTHON = (scan_floor("Python"),)
 
 
 def _columns(seed: int):
@@ -51,6 +54,7 @@ register(Case(
     native=lambda df: run_noop(df.groupBy(F.spark_partition_id()).agg(*_aggs())),
     bar=1.2, rows=60_000_000, partitions=4, spark_conf=_CONF,
     ours_node="FullWindowAggregate", native_node="HashAggregate",
+    floors=(scan_floor("aggregate"),),
     settings={"columns": "k: long in [0,1000), v: random long, x: double",
               "aggregates": "sum(x), count(*), max(v), avg(k)"},
 ))
@@ -73,7 +77,7 @@ register(Case(
     ours=lambda df: run_noop(df.fullWindowPartition().mapPartitionInArrow(_arrow_fn, _ARROW_SCHEMA)),
     native=lambda df: run_noop(df.mapInArrow(_arrow_fn, _ARROW_SCHEMA)),
     bar=0.95, rows=10_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowMapPartitionInArrow", native_node="MapInArrow",
+    ours_node="FullWindowMapPartitionInArrow", native_node="MapInArrow", floors=_NO_PYTHON,
     settings={"function": "per batch: k, x + 1"},
 ))
 
@@ -102,7 +106,7 @@ register(Case(
     ours=lambda df: run_noop(df.fullWindowPartition().mapPartition(_rows_fn, _ROWS_SCHEMA)),
     native=_native_rows,
     bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowMapPartition", native_node=None,
+    ours_node="FullWindowMapPartition", native_node=None, floors=_NO_PYTHON,
     settings={"function": "for r in rows: if r.k < 500: yield (r.k, r.x * 2)"},
 ))
 
@@ -144,7 +148,7 @@ register(Case(
     ours=lambda df: run_noop(df.fullWindowPartition().aggregate(_SumCount(), "s double, n long")),
     native=_native_aggregate,
     bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowAggregate", native_node=None,
+    ours_node="FullWindowAggregate", native_node=None, floors=_NO_PYTHON,
     settings={"function": "add(row, acc) = (acc[0] + row.x, acc[1] + 1)"},
 ))
 
@@ -170,6 +174,6 @@ register(Case(
     ours=lambda df: run_noop(df.fullWindowPartition().reduce(_max_by_v)),
     native=_native_reduce,
     bar=3.0, rows=1_500_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowReduce", native_node=None,
+    ours_node="FullWindowReduce", native_node=None, floors=_NO_PYTHON,
     settings={"function": "a if a.v >= b.v else b"},
 ))

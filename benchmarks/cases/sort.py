@@ -7,7 +7,7 @@ import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition)
 from fullwindow import Order
 
 from benchmarks.data import (ONE_PARTITION_PER_FILE, low_cardinality_long, parquet_input,
-                             random_long, run_noop)
+                             random_long, run_noop, scan_floor)
 from benchmarks.registry import Case, register
 
 GROUP = "sort"
@@ -29,6 +29,10 @@ _SPILL_CONF = {
     "spark.memory.fraction": str(_SPILL_FRACTION),
     **ONE_PARTITION_PER_FILE,
 }
+
+
+# the scan of the same Parquet input to the same noop sink, no sort
+_FLOORS = (scan_floor("sort"),)
 
 
 def _one_key_columns(seed: int):
@@ -74,7 +78,7 @@ register(Case(
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
     bar=0.95, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort",
+    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     settings={"columns": "k: random long, v: long", "keys": "k ASC"},
 ))
 
@@ -86,7 +90,7 @@ register(Case(
     setup=_setup_two_keys, ours=_ours_two_keys, native=_native_two_keys,
     bar=2.0, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort",
+    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     settings={"columns": "k1: long in [0, 1000), k2: random long, v: long",
               "keys": "k1 ASC, k2 DESC"},
 ))
@@ -99,7 +103,7 @@ register(Case(
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
     bar=0.95, rows=_SPILL_ROWS, partitions=2,
     spark_conf=_SPILL_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort",
+    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     require_spill=True, bar_note="completes, spills in both",
     settings={"columns": "k: random long, v: long", "keys": "k ASC",
               "execution memory": f"({_SPILL_HEAP_MIB} MiB - 300 MiB) x {_SPILL_FRACTION} = "
