@@ -1,1 +1,0 @@
-"""Small diagnostic experiments behind the explanations in benchmarks/notes/ (not cases)."""
