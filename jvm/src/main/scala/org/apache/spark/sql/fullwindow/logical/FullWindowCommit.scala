@@ -1,7 +1,7 @@
 package org.apache.spark.sql.fullwindow.logical
 
 import org.apache.spark.sql.catalyst.analysis.MultiInstanceRelation
-import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet}
 import org.apache.spark.sql.catalyst.plans.logical.{LeafNode, LogicalPlan, Statistics, UnaryNode}
 import org.apache.spark.sql.fullwindow.recovery.CommittedInput
 
@@ -31,6 +31,11 @@ case class FullWindowCommit(
     inputs: Seq[CommittedInput] = Nil) extends UnaryNode {
 
   override def output: Seq[Attribute] = child.output
+
+  // It writes every column of every row, whatever its parent reads: without this, column pruning
+  // (Spark's rule for nodes that pass their child's output through) would put a Project under
+  // it for a parent that reads fewer columns (a count), and commit rows of the wrong shape.
+  override def references: AttributeSet = child.outputSet
 
   override def simpleString(maxFields: Int): String = s"FullWindowCommit $operationName $fingerprint"
 
