@@ -16,7 +16,6 @@ from pyspark.sql.types import StructType
 
 from fullwindow._compat import (PythonEvalType, connect_dataframe, connect_execution_metrics,
                                 dataframe_schema)
-from fullwindow.errors import ConfigurationError
 
 from fullwindow._jvm_errors import PLUGIN_CLASS, PLUGIN_CONF, setup_error_for_connect  # noqa: F401
 
@@ -196,8 +195,8 @@ class ConnectBackend(_Backend):
     plan, planned on the server by FullWindowRelationPlugin."""
 
     def check(self, df: DataFrame) -> None:
-        """The server is checked when the first operation is analyzed; recovery, here."""
-        _check_no_recovery(df.sparkSession)
+        """The server is checked when the first operation is analyzed (recovery: by the
+        server, when the operation's Commit is analyzed: fullwindow._connect.recovery)."""
 
     def _udf_class(self) -> type:
         from pyspark.sql.connect.udf import UserDefinedFunction
@@ -215,7 +214,6 @@ class ConnectBackend(_Backend):
         from fullwindow._connect.plan import FullWindowPlan
 
         session = df.sparkSession
-        _check_no_recovery(session)
         prepare(session, python)
         out = connect_dataframe(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
         dataframe_schema(out)  # analyze now (and keep the schema where the client does not)
@@ -295,16 +293,6 @@ class ConnectBackend(_Backend):
                     key = f"{node.name}.{m.name}"
                     out[key] = out.get(key, 0) + int(m.value)
         return out
-
-
-def _check_no_recovery(session: Any) -> None:
-    raw = conf_get(session, RECOVERY_ENABLED, None)
-    if raw is not None and str(raw).strip().lower() not in ("", "false"):
-        raise ConfigurationError(
-            "spark.fullwindow.recovery.enabled=true needs a classic SparkSession: recovery's "
-            "job-event listener and committed-output bookkeeping run in the driver process, "
-            "which a Spark Connect client does not have. Run the job with "
-            "fullwindow.session(master=...) (classic), or turn recovery off for this session.")
 
 
 _CLASSIC = ClassicBackend()

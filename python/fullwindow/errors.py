@@ -66,6 +66,17 @@ def class_for_kind(kind: str) -> type[FullWindowError]:
     return _KIND_TO_CLASS.get(kind, FullWindowAnalysisError)
 
 
+def kind_of(cls: type[FullWindowError]) -> str:
+    """The JVM error kind that :func:`class_for_kind` maps to ``cls`` (or to its nearest base
+    class that has one): how a Spark Connect server's Python runtime raises ``cls`` through
+    the JVM so that the client raises it again."""
+    by_class = {c: k for k, c in _KIND_TO_CLASS.items()}
+    for base in cls.__mro__:
+        if base in by_class:
+            return by_class[base]
+    return "INVALID_ARGUMENT"
+
+
 class SchemaMismatchError(FullWindowValueError):
     """What a user function returned does not fit the schema it was declared with. Raised in
     the Python worker, naming the operation, the partition and the offending value; it reaches

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66ullwindow/connect.proto\x12\x12\x66ullwindow.connect\"\xd3\x04\n\x12\x46ullWindowRelation\x12\r\n\x05input\x18\x01 \x01(\x0c\x12;\n\x0esort_partition\x18\n \x01(\x0b\x32!.fullwindow.connect.SortPartitionH\x00\x12\x32\n\taggregate\x18\x0b \x01(\x0b\x32\x1d.fullwindow.connect.AggregateH\x00\x12?\n\x10python_partition\x18\x0c \x01(\x0b\x32#.fullwindow.connect.PythonPartitionH\x00\x12\x41\n\x11keyed_repartition\x18\r \x01(\x0b\x32$.fullwindow.connect.KeyedRepartitionH\x00\x12=\n\x0fkeyed_aggregate\x18\x0e \x01(\x0b\x32\".fullwindow.connect.KeyedAggregateH\x00\x12J\n\x16keyed_python_partition\x18\x0f \x01(\x0b\x32(.fullwindow.connect.KeyedPythonPartitionH\x00\x12\x39\n\rkeyed_running\x18\x10 \x01(\x0b\x32 .fullwindow.connect.KeyedRunningH\x00\x12/\n\x08\x63o_group\x18\x11 \x01(\x0b\x32\x1b.fullwindow.connect.CoGroupH\x00\x12\x35\n\x0bserver_info\x18\x1e \x01(\x0b\x32\x1e.fullwindow.connect.ServerInfoH\x00\x42\x0b\n\toperation\"0\n\rSortPartition\x12\x0c\n\x04keys\x18\x01 \x03(\x0c\x12\x11\n\tascending\x18\x02 \x03(\x08\"\x1c\n\tAggregate\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\x0c\"A\n\x0fPythonPartition\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0b\n\x03udf\x18\x02 \x01(\x0c\x12\x0e\n\x06pandas\x18\x03 \x01(\x08\" \n\x10KeyedRepartition\x12\x0c\n\x04keys\x18\x01 \x03(\t\"/\n\x0eKeyedAggregate\x12\x0c\n\x04keys\x18\x01 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\x0c\"T\n\x14KeyedPythonPartition\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\x12\x0b\n\x03udf\x18\x03 \x01(\x0c\x12\x0e\n\x06pandas\x18\x04 \x01(\x08\"N\n\x0cKeyedRunning\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\x12\x10\n\x08sequence\x18\x03 \x01(\t\x12\x0b\n\x03udf\x18\x04 \x01(\x0c\"\\\n\x07\x43oGroup\x12\r\n\x05right\x18\x01 \x01(\x0c\x12\x11\n\tleft_keys\x18\x02 \x03(\t\x12\x12\n\nright_keys\x18\x03 \x03(\t\x12\x0b\n\x03udf\x18\x04 \x01(\x0c\x12\x0e\n\x06pandas\x18\x05 \x01(\x08\"\x0c\n\nServerInfoB\x1f\n\x1bio.fullwindow.connect.protoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66ullwindow/connect.proto\x12\x12\x66ullwindow.connect\"\xc2\x05\n\x12\x46ullWindowRelation\x12\r\n\x05input\x18\x01 \x01(\x0c\x12;\n\x0esort_partition\x18\n \x01(\x0b\x32!.fullwindow.connect.SortPartitionH\x00\x12\x32\n\taggregate\x18\x0b \x01(\x0b\x32\x1d.fullwindow.connect.AggregateH\x00\x12?\n\x10python_partition\x18\x0c \x01(\x0b\x32#.fullwindow.connect.PythonPartitionH\x00\x12\x41\n\x11keyed_repartition\x18\r \x01(\x0b\x32$.fullwindow.connect.KeyedRepartitionH\x00\x12=\n\x0fkeyed_aggregate\x18\x0e \x01(\x0b\x32\".fullwindow.connect.KeyedAggregateH\x00\x12J\n\x16keyed_python_partition\x18\x0f \x01(\x0b\x32(.fullwindow.connect.KeyedPythonPartitionH\x00\x12\x39\n\rkeyed_running\x18\x10 \x01(\x0b\x32 .fullwindow.connect.KeyedRunningH\x00\x12/\n\x08\x63o_group\x18\x11 \x01(\x0b\x32\x1b.fullwindow.connect.CoGroupH\x00\x12,\n\x06\x63ommit\x18\x12 \x01(\x0b\x32\x1a.fullwindow.connect.CommitH\x00\x12\x35\n\x0bserver_info\x18\x1e \x01(\x0b\x32\x1e.fullwindow.connect.ServerInfoH\x00\x12?\n\x10recovery_control\x18\x1f \x01(\x0b\x32#.fullwindow.connect.RecoveryControlH\x00\x42\x0b\n\toperation\"0\n\rSortPartition\x12\x0c\n\x04keys\x18\x01 \x03(\x0c\x12\x11\n\tascending\x18\x02 \x03(\x08\"\x1c\n\tAggregate\x12\x0f\n\x07\x63olumns\x18\x01 \x03(\x0c\"A\n\x0fPythonPartition\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0b\n\x03udf\x18\x02 \x01(\x0c\x12\x0e\n\x06pandas\x18\x03 \x01(\x08\" \n\x10KeyedRepartition\x12\x0c\n\x04keys\x18\x01 \x03(\t\"/\n\x0eKeyedAggregate\x12\x0c\n\x04keys\x18\x01 \x03(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\x0c\"T\n\x14KeyedPythonPartition\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\x12\x0b\n\x03udf\x18\x03 \x01(\x0c\x12\x0e\n\x06pandas\x18\x04 \x01(\x08\"N\n\x0cKeyedRunning\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\x12\x10\n\x08sequence\x18\x03 \x01(\t\x12\x0b\n\x03udf\x18\x04 \x01(\x0c\"\\\n\x07\x43oGroup\x12\r\n\x05right\x18\x01 \x01(\x0c\x12\x11\n\tleft_keys\x18\x02 \x03(\t\x12\x12\n\nright_keys\x18\x03 \x03(\t\x12\x0b\n\x03udf\x18\x04 \x01(\x0c\x12\x0e\n\x06pandas\x18\x05 \x01(\x08\"\x0c\n\nServerInfo\"?\n\x06\x43ommit\x12\x11\n\toperation\x18\x01 \x01(\t\x12\x13\n\x0b\x63ode_digest\x18\x02 \x01(\x0c\x12\r\n\x05\x65xtra\x18\x03 \x01(\t\"3\n\x0fRecoveryControl\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x10\n\x08\x61rgument\x18\x02 \x01(\tB\x1f\n\x1bio.fullwindow.connect.protoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,23 +33,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\033io.fullwindow.connect.protoP\001'
   _globals['_FULLWINDOWRELATION']._serialized_start=49
-  _globals['_FULLWINDOWRELATION']._serialized_end=644
-  _globals['_SORTPARTITION']._serialized_start=646
-  _globals['_SORTPARTITION']._serialized_end=694
-  _globals['_AGGREGATE']._serialized_start=696
-  _globals['_AGGREGATE']._serialized_end=724
-  _globals['_PYTHONPARTITION']._serialized_start=726
-  _globals['_PYTHONPARTITION']._serialized_end=791
-  _globals['_KEYEDREPARTITION']._serialized_start=793
-  _globals['_KEYEDREPARTITION']._serialized_end=825
-  _globals['_KEYEDAGGREGATE']._serialized_start=827
-  _globals['_KEYEDAGGREGATE']._serialized_end=874
-  _globals['_KEYEDPYTHONPARTITION']._serialized_start=876
-  _globals['_KEYEDPYTHONPARTITION']._serialized_end=960
-  _globals['_KEYEDRUNNING']._serialized_start=962
-  _globals['_KEYEDRUNNING']._serialized_end=1040
-  _globals['_COGROUP']._serialized_start=1042
-  _globals['_COGROUP']._serialized_end=1134
-  _globals['_SERVERINFO']._serialized_start=1136
-  _globals['_SERVERINFO']._serialized_end=1148
+  _globals['_FULLWINDOWRELATION']._serialized_end=755
+  _globals['_SORTPARTITION']._serialized_start=757
+  _globals['_SORTPARTITION']._serialized_end=805
+  _globals['_AGGREGATE']._serialized_start=807
+  _globals['_AGGREGATE']._serialized_end=835
+  _globals['_PYTHONPARTITION']._serialized_start=837
+  _globals['_PYTHONPARTITION']._serialized_end=902
+  _globals['_KEYEDREPARTITION']._serialized_start=904
+  _globals['_KEYEDREPARTITION']._serialized_end=936
+  _globals['_KEYEDAGGREGATE']._serialized_start=938
+  _globals['_KEYEDAGGREGATE']._serialized_end=985
+  _globals['_KEYEDPYTHONPARTITION']._serialized_start=987
+  _globals['_KEYEDPYTHONPARTITION']._serialized_end=1071
+  _globals['_KEYEDRUNNING']._serialized_start=1073
+  _globals['_KEYEDRUNNING']._serialized_end=1151
+  _globals['_COGROUP']._serialized_start=1153
+  _globals['_COGROUP']._serialized_end=1245
+  _globals['_SERVERINFO']._serialized_start=1247
+  _globals['_SERVERINFO']._serialized_end=1259
+  _globals['_COMMIT']._serialized_start=1261
+  _globals['_COMMIT']._serialized_end=1324
+  _globals['_RECOVERYCONTROL']._serialized_start=1326
+  _globals['_RECOVERYCONTROL']._serialized_end=1377
 # @@protoc_insertion_point(module_scope)

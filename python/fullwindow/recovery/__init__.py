@@ -43,6 +43,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 from pyspark.sql import DataFrame
@@ -74,10 +75,17 @@ class _Job:
     event store. Opening it probes the directory (a clear error now rather than a run that
     cannot be recovered later) and takes the job's lease (one driver per job id)."""
 
-    def __init__(self, spark: Any, settings: RecoverySettings, where: str):
+    def __init__(self, spark: Any, settings: RecoverySettings, where: str,
+                 owner: Optional[Dict[str, str]] = None):
         self.settings = settings
         self.job_dir = settings.job_dir
         self.spark = spark
+        #: on a Spark Connect server, the session running the job ({"session", "user"})
+        self.owner = owner
+        #: per operation fingerprint, what this run decided about its committed partitions
+        #: (a Connect server plans an operation again for every request that contains it)
+        self.decided: Dict[str, Any] = {}
+        self.touched = time.time()  # the owner's last call (a Connect session's)
         self.failed: Optional[FullWindowError] = None
         self.fs = _fs.filesystem(settings.directory, spark)
         self.storage = check_storage(self.fs, settings, where)
@@ -101,8 +109,10 @@ class _Job:
                 events_dir(self.job_dir), settings.write_buffer_size, settings.flush_interval,
                 self.fs, on_error=self._store_failed,
                 objects=self.storage["events"] == "objects",
-                first={"type": RUN_STARTED, "epoch": self.lease.epoch, "read": read,
-                       "appId": str(spark.sparkContext.applicationId)},
+                first=dict({"type": RUN_STARTED, "epoch": self.lease.epoch, "read": read,
+                            "appId": str(spark.sparkContext.applicationId)},
+                           **({"connectSession": owner["session"], "user": owner["user"]}
+                              if owner else {})),
                 gate=self.lease.state)
         except BaseException:
             self.lease.release()
@@ -133,8 +143,12 @@ class _Job:
         try:
             from fullwindow._jvm import facade
 
-            facade(self.spark).failRecoveryJob(self.spark._jsparkSession, self.job_dir,
-                                               str(error))
+            fw = facade(self.spark)
+            if self.owner:  # a Connect server: only this session's Spark jobs
+                fw.failRecoveryJob(self.spark._jsparkSession, self.job_dir, str(error),
+                                   self.owner["session"])
+            else:
+                fw.failRecoveryJob(self.spark._jsparkSession, self.job_dir, str(error))
         except Exception:  # noqa: BLE001 - the JVM is gone
             pass
 
@@ -245,19 +259,39 @@ class _Runtime:
         self.stop = threading.Event()
         self.poll = 0.2
 
-    def job(self, spark: Any, settings: RecoverySettings, where: str) -> _Job:
+    def job(self, spark: Any, settings: RecoverySettings, where: str,
+            owner: Optional[Dict[str, str]] = None) -> _Job:
+        """The open job of ``settings`` (opened now if it is not). ``owner``: on a Spark
+        Connect server, the session asking (``{"session", "user"}``); a job another session
+        of the server runs is a conflict while that session is alive (open, and running a
+        Spark job or calling within the lease timeout), else this session takes it over."""
         from fullwindow._jvm import facade
 
         with self.lock:
             job = self.jobs.get(settings.job_dir)
             fw = facade(spark)
+            if job is not None and owner is not None and job.owner != owner:
+                if _session_alive(fw, job):
+                    raise RecoveryConflictError(
+                        f"{where}: recovery job {settings.job_id!r} ({settings.job_dir}) is run "
+                        f"by Spark Connect session {job.owner['session'] if job.owner else '?'} "
+                        f"(user {job.owner['user'] if job.owner else '?'}) of this server, "
+                        f"which is still running it; two runs of one job id would commit "
+                        "into the same place. Wait for it to finish (or stop that session), "
+                        "or use another job id.")
+                log.warning("fullwindow: recovery job %r: Spark Connect session %s takes it "
+                            "over from session %s (closed or idle)", settings.job_id,
+                            owner["session"], job.owner and job.owner["session"])
+                self.close_job(settings.job_dir)
+                job = None
             if job is not None:
                 job.check()
                 job.spark = spark
             else:
-                job = _Job(spark, settings, where)
+                job = _Job(spark, settings, where, owner)
                 self.jobs[settings.job_dir] = job
                 _share_with_jvm(spark, fw, job)
+            job.touched = time.time()
             fw.registerRecoveryListener(spark._jsparkSession)
             self.spark = spark
             self.poll = min(self.poll, max(0.02, settings.flush_interval / 2))
@@ -269,9 +303,37 @@ class _Runtime:
                 self.thread.start()
             return job
 
+    def owned_by(self, owner: Optional[Dict[str, str]]) -> List[_Job]:
+        """The open jobs of Connect session ``owner`` (every open job: ``None``)."""
+        with self.lock:
+            return [j for j in self.jobs.values() if owner is None or j.owner == owner]
+
     def _loop(self, stop: threading.Event) -> None:
+        checked = time.monotonic()
         while not stop.wait(self.poll):
             self.drain(0)
+            if time.monotonic() - checked > 2:
+                checked = time.monotonic()
+                self._close_closed_sessions()
+
+    def _close_closed_sessions(self) -> None:
+        """Closes the jobs of Connect sessions their clients released (or the server
+        expired): their events flushed, their leases released at once."""
+        with self.lock:
+            owned = [j for j in self.jobs.values() if j.owner]
+            if not owned or self.spark is None:
+                return
+            try:
+                from fullwindow._jvm import facade
+
+                fw = facade(self.spark)
+                closed = [j for j in owned if fw.connectSessionClosed(j.owner["session"])]
+            except Exception:  # noqa: BLE001 - the JVM is gone, or an older jar
+                return
+            for job in closed:
+                log.info("fullwindow: recovery job %r closed with its Spark Connect session %s",
+                         job.settings.job_id, job.owner and job.owner["session"])
+                self.close_job(job.job_dir)
 
     def drain(self, wait_ms: int) -> None:
         with self.lock:
@@ -290,7 +352,8 @@ class _Runtime:
                 except ValueError:
                     log.warning("fullwindow: dropping an unreadable job event: %r", text)
                     continue
-                job = self.owner.get(event.get("fingerprint")) or self.jobs.get(event.get("job"))
+                # every event names its job; the fingerprint is the fallback of older events
+                job = self.jobs.get(event.get("job")) or self.owner.get(event.get("fingerprint"))
                 if job is not None and job.failed is None:
                     job.store.append(event)
 
@@ -319,6 +382,22 @@ class _Runtime:
             for job in list(self.jobs.values()):
                 job.store.close()
                 job.lease.release()
+
+
+def _session_alive(fw: Any, job: _Job) -> bool:
+    """Whether the Connect session that runs ``job`` still does: not closed, and running a
+    Spark job or having called within the job's lease timeout."""
+    if not job.owner:
+        return True
+    session = job.owner["session"]
+    try:
+        if fw.connectSessionClosed(session):
+            return False
+        if fw.connectSessionRunning(session):
+            return True
+    except Exception:  # noqa: BLE001 - an older jar: the idle rule alone
+        pass
+    return time.time() - job.touched < job.settings.lease_timeout
 
 
 def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
@@ -360,6 +439,12 @@ def start(spark: Any) -> bool:
     (returns whether it is). Full-window DataFrame operations start it themselves; a job whose
     first full-window operation is a SQL query (``/*+ FULL_WINDOW_PARTITION */``) calls this
     before running it, or its hinted operations are not committed."""
+    from fullwindow._backend import is_connect
+
+    if is_connect(spark):
+        from fullwindow._connect.recovery import control
+
+        return bool(control(spark, "start")["started"])
     settings = settings_of_session(spark, "recovery.start")
     if settings is None:
         return False
@@ -383,15 +468,21 @@ def fingerprint(out: DataFrame, operation: str, func: Any = None, extra: Any = N
     return _fingerprints(out, operation, func, extra)[0]
 
 
-def _fingerprints(out: DataFrame, operation: str, func: Any = None,
-                  extra: Any = None) -> "tuple[str, str, List[str]]":
+def _fingerprints(out: DataFrame, operation: str, func: Any = None, extra: Any = None, *,
+                  code: Optional[bytes] = None,
+                  extra_text: Optional[str] = None) -> "tuple[str, str, List[str]]":
     """The operation's fingerprint, its structural fingerprint (the same without the input
     listings: it stays the same when only the inputs changed) and its inputs, one line each
-    (``root TAB digest TAB files TAB bytes``), upstream operations' included."""
+    (``root TAB digest TAB files TAB bytes``), upstream operations' included. ``code`` and
+    ``extra_text``: the function's digest and ``repr(extra)`` made elsewhere (a Spark Connect
+    client's), in place of ``func`` and ``extra``."""
     from fullwindow._jvm import facade
 
     full, structure, inputs = (str(t) for t in facade(out).planFingerprints(out._jdf))
-    code = _func_digest(func)
+    if code is None:
+        code = _func_digest(func)
+    if extra_text is None:
+        extra_text = repr(extra)
 
     def digest(text: str) -> str:
         h = hashlib.sha256()
@@ -400,7 +491,7 @@ def _fingerprints(out: DataFrame, operation: str, func: Any = None,
         h.update(text.encode())
         h.update(b"\0")
         h.update(code)
-        h.update(repr(extra).encode())
+        h.update(extra_text.encode())
         return h.hexdigest()[:24]
 
     return digest(full), digest(structure), inputs.split("\n") if inputs else []
@@ -410,23 +501,61 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
                      extra: Any = None) -> DataFrame:
     """``out``, the result of full-window ``operation``, made recoverable when recovery is on
     (unchanged otherwise): committed per partition, or partly or wholly read back from an
-    earlier run of the same job."""
-    from fullwindow._backend import conf_get
+    earlier run of the same job. On a Spark Connect session the server's recovery runtime does
+    it (a server started with ``python -m fullwindow.server``), given the function's digest."""
+    from fullwindow._backend import conf_get, is_connect
 
     spark = out.sparkSession
     raw = conf_get(spark, ENABLED, None)
-    if raw is None or str(raw).strip().lower() == "false":
+    if raw is None or str(raw).strip().lower() in ("", "false"):
         return out
+    if is_connect(out):
+        from fullwindow._connect.recovery import commit
+
+        return commit(out, operation, _func_digest(func), repr(extra))
     settings = settings_of_session(spark, operation)
     if settings is None:
         return out
+    return _commit(out, operation, settings, code=_func_digest(func), extra_text=repr(extra))
+
+
+def _commit(out: DataFrame, operation: str, settings: RecoverySettings, *, code: bytes,
+            extra_text: str, owner: Optional[Dict[str, str]] = None) -> DataFrame:
+    """:func:`commit_operation` once recovery is known to be on: in a classic driver, or in
+    the recovery runtime of a Spark Connect server for session ``owner``."""
     from fullwindow._jvm import facade
 
+    spark = out.sparkSession
     fw = facade(out)
-    job = _runtime.job(spark, settings, operation)
-    fp, structure, inputs_now = _fingerprints(out, operation, func, extra)
+    job = _runtime.job(spark, settings, operation, owner)
+    fp, structure, inputs_now = _fingerprints(out, operation, code=code, extra_text=extra_text)
     with _runtime.lock:
         _runtime.owner[fp] = job
+    decided = job.decided.get(fp)
+    if decided is None:
+        decided = job.decided[fp] = _decide(fw, spark, job, operation, fp, structure,
+                                            inputs_now, settings)
+    verified, n, inputs, input_files = decided
+    op_dir = _fs.join(operators_dir(job.job_dir), fp)
+    if n is not None and n >= 0 and len(verified) == n and all(p in verified for p in range(n)):
+        jpaths = _string_array(fw, [str(verified[p]["path"]) for p in range(n)])
+        total = sum(int(verified[p]["bytes"]) for p in range(n))
+        return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
+    vertex = job.state.get(fp)
+    parts = sorted(verified)
+    jparts = fw.ints(",".join(str(int(p)) for p in parts))
+    jpaths = _string_array(fw, [str(verified[p]["path"]) for p in parts])
+    layout = (vertex.layout if vertex is not None else None) or ""
+    return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
+                               jparts, jpaths, _string_array(fw, inputs),
+                               _string_array(fw, input_files)), spark)
+
+
+def _decide(fw: Any, spark: Any, job: _Job, operation: str, fp: str, structure: str,
+            inputs_now: List[str], settings: RecoverySettings) -> "tuple[Any, ...]":
+    """What this run reuses of operation ``fp``, decided once per run: its inputs compared with
+    what earlier runs recorded, its committed partitions verified (the damaged ones reset),
+    its committed shuffle inputs. ``(verified partitions, partition count, inputs, files)``."""
     fail = settings.on_input_change == "fail"
     changed = str(fw.operationInputs(job.job_dir, operation, fp, structure,
                                      "\n".join(_one_line(x) for x in inputs_now), fail))
@@ -435,8 +564,7 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
         if fail:
             raise RecoveryInputChangedError(error)
         log.warning("%s", warning)
-    op_dir = _fs.join(operators_dir(job.job_dir), fp)
-    job.fs.makedirs(op_dir)
+    job.fs.makedirs(_fs.join(operators_dir(job.job_dir), fp))
     vertex = job.state.get(fp)
     verified: Dict[int, Dict[str, Any]] = {}
     damaged: List[int] = []
@@ -455,17 +583,9 @@ def commit_operation(out: DataFrame, operation: str, func: Any = None,
                           "partitions": damaged, "reason": "committed output missing or damaged"})
     n = vertex.num_partitions if vertex is not None else None
     if n is not None and n >= 0 and len(verified) == n and all(p in verified for p in range(n)):
-        jpaths = _string_array(fw, [str(verified[p]["path"]) for p in range(n)])
-        total = sum(int(verified[p]["bytes"]) for p in range(n))
-        return DataFrame(fw.recoveredScan(out._jdf, fp, operation, jpaths, total), spark)
+        return verified, n, [], []  # read back whole: nothing upstream runs
     inputs, input_files = _committed_inputs(fw, spark, job, fp, operation, vertex)
-    parts = sorted(verified)
-    jparts = fw.ints(",".join(str(int(p)) for p in parts))
-    jpaths = _string_array(fw, [str(verified[p]["path"]) for p in parts])
-    layout = (vertex.layout if vertex is not None else None) or ""
-    return DataFrame(fw.commit(out._jdf, fp, operation, op_dir, -1 if n is None else n, layout,
-                               jparts, jpaths, _string_array(fw, inputs),
-                               _string_array(fw, input_files)), spark)
+    return verified, n, inputs, input_files
 
 
 def _intact_all(fw: Any, spark: Any, files: List["tuple[Any, Any, Any]"]) -> List[bool]:
@@ -540,7 +660,15 @@ def _committed_inputs(fw: Any, spark: Any, job: _Job, fp: str, operation: str,
 
 def flush(spark: Any = None, wait_ms: int = 5000) -> None:
     """Makes every job event of this process durable now: waits for the listener to deliver
-    pending events, then flushes the event stores."""
+    pending events, then flushes the event stores (on a Spark Connect session: the server's,
+    of the session's jobs)."""
+    from fullwindow._backend import is_connect
+
+    if spark is not None and is_connect(spark):
+        from fullwindow._connect.recovery import control
+
+        control(spark, "flush", wait_ms=wait_ms)
+        return
     _runtime.drain(wait_ms)
     with _runtime.lock:
         jobs = list(_runtime.jobs.values())
@@ -554,6 +682,19 @@ def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] =
     outputs), by default the job configured in ``spark``'s session. Call it once the job's
     results are safely written; a later run with the same job id starts from scratch. Returns
     whether there was anything to delete."""
+    from fullwindow._backend import is_connect
+
+    if is_connect(spark):  # the server deletes it, unless another session runs the job
+        from fullwindow._connect.recovery import control
+
+        return bool(control(spark, "cleanup", job_id=job_id, directory=directory)["deleted"])
+    return _cleanup(spark, job_id, directory)
+
+
+def _cleanup(spark: Any, job_id: Optional[str], directory: Optional[str],
+             owner: Optional[Dict[str, str]] = None) -> bool:
+    """:func:`cleanup` in a driver (a classic one, or a Connect server's for session
+    ``owner``, which may not delete a job another live session of the server runs)."""
     conf = spark.conf
     directory = directory or (conf.get(DIR, None) or "").strip()
     job_id = job_id or (conf.get(JOB_ID, None) or "").strip()
@@ -566,6 +707,16 @@ def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] =
         raise ConfigurationError(f"recovery.cleanup: '{job_id}' is not a job id")
     job_dir = _fs.join(directory, job_id)
     _runtime.drain(2000)
-    _runtime.close_job(job_dir)  # this process's own lease on it ends here
+    with _runtime.lock:
+        job = _runtime.jobs.get(job_dir)
+        if job is not None and owner is not None and job.owner != owner:
+            from fullwindow._jvm import facade
+
+            if _session_alive(facade(spark), job):
+                raise RecoveryConflictError(
+                    f"recovery.cleanup: job {job_id!r} is run by Spark Connect session "
+                    f"{job.owner['session'] if job.owner else '?'} of this server; it is not "
+                    "deleted while that session runs it.")
+        _runtime.close_job(job_dir)  # this process's own lease on it ends here
     fs = _fs.filesystem(directory, spark)
     return delete_job(fs, job_dir, "recovery.cleanup")

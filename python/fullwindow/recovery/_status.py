@@ -90,9 +90,18 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
         st = fullwindow.recovery.status("/data/fw", "nightly")
         print(st["lease"]["state"], [(op["operation"], op["committed"]) for op in st["operations"]])
         ```
+
+    With a Spark Connect session as ``spark``, the server reads the directory (with its own
+    Hadoop settings and file systems) and answers the same data.
     """
+    from fullwindow._backend import is_connect
     from fullwindow.recovery.eventstore import EventStore
 
+    if spark is not None and is_connect(spark):
+        from fullwindow._connect.recovery import control
+
+        return dict(control(spark, "verify" if crc else "status", directory=directory,
+                            job_id=job_id))
     fs = _fs_for(directory, spark)
     job_dir = _fs.join(directory, job_id)
     out: Dict[str, Any] = {"job": job_id, "directory": job_dir, "exists": fs.exists(job_dir),

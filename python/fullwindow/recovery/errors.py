@@ -25,5 +25,8 @@ class RecoveryInputChangedError(FullWindowError):
     and the two ways out: run again with ``onInputChange=recompute``, or use a new job id."""
 
 
-# a SQL hint operation over changed inputs fails in the JVM with this kind
+# a SQL hint operation over changed inputs fails in the JVM with this kind; a Spark Connect
+# server's recovery runtime raises each of these through the JVM as its kind
 register_kind("RECOVERY_INPUT_CHANGED", RecoveryInputChangedError)
+register_kind("RECOVERY_CONFLICT", RecoveryConflictError)
+register_kind("RECOVERY_STORAGE", RecoveryStorageError)

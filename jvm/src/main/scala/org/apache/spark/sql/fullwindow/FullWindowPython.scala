@@ -213,8 +213,10 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   // ---- recovery (FLIP-383); only called when spark.fullwindow.recovery.enabled is true --------
 
   /** Registers the recovery listener with the session's SparkContext (once). */
-  def registerRecoveryListener(spark: SparkSession): Unit =
+  def registerRecoveryListener(spark: SparkSession): Unit = {
     FullWindowRecoveryListener.register(spark.sparkContext)
+    RecoveryFence.register(spark.sparkContext)
+  }
 
   /**
    * The job events queued since the last call, as JSON strings; first waits up to `waitMs` for
@@ -325,6 +327,18 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   def failRecoveryJob(spark: SparkSession, jobDir: String, why: String): Unit =
     RecoveryFence.fail(spark.sparkContext, jobDir, why)
+
+  /** Whether Spark Connect session `sessionId` of this server runs a Spark job now. */
+  def connectSessionRunning(sessionId: String): Boolean =
+    RecoveryFence.anyRunning(s"_Session_${sessionId}_")
+
+  /** Whether Spark Connect session `sessionId` of this server was closed (released, expired). */
+  def connectSessionClosed(sessionId: String): Boolean = RecoveryFence.sessionClosed(sessionId)
+
+  /** [[failRecoveryJob]] for a job of Spark Connect session `sessionId`: only that session's
+    * Spark jobs are cancelled (the server's other sessions run on). */
+  def failRecoveryJob(spark: SparkSession, jobDir: String, why: String, sessionId: String): Unit =
+    RecoveryFence.fail(spark.sparkContext, jobDir, why, sessionId)
 
   /** What earlier runs of job `jobDir` recorded for operator `fingerprint` (not verified yet):
     * one line per finished partition, `partition TAB bytes TAB crc TAB path` (one call from

@@ -37,10 +37,16 @@ object FullWindowConnectPlanner {
           s"fullwindow.sql.FullWindowExtensions). Start the Connect server with $ServerSettings.")
     }
     if (rel.getOperationCase == OperationCase.SERVER_INFO) return ServerReport.relation()
+    if (rel.getOperationCase == OperationCase.RECOVERY_CONTROL) {
+      return FullWindowConnectRecovery.control(p, rel.getRecoveryControl)
+    }
     val input = p.dataset(rel.getInput.toByteArray)
     def columns(bytes: java.util.List[org.sparkproject.connect.protobuf.ByteString]): Array[Column] =
       bytes.asScala.map(b => p.column(b.toByteArray)).toArray
     def strings(s: java.util.List[String]): Array[String] = s.asScala.toArray
+    if (rel.getOperationCase == OperationCase.COMMIT) {
+      return FullWindowConnectRecovery.commit(p, input, rel.getCommit)
+    }
     val out: Dataset[Row] = rel.getOperationCase match {
       case OperationCase.SORT_PARTITION =>
         val m = rel.getSortPartition
@@ -143,6 +149,9 @@ private[connect] object ServerReport {
 /** The planner services [[FullWindowConnectPlanner]] needs. */
 trait ConnectPlanning {
   def session: SparkSession
+  /** The Connect session's id and user (recovery keeps each session's job apart). */
+  def sessionId: String
+  def userId: String
   /** A serialized spark.connect.Relation, planned and wrapped as a classic Dataset. */
   def dataset(relation: Array[Byte]): Dataset[Row]
   /** A serialized spark.connect.Expression, planned and wrapped as a Column. */
@@ -155,7 +164,8 @@ trait ConnectPlanning {
  * session is the planner's (how to reach it differs by line: the plugin class in jvm/src/connect/shims).
  */
 private[connect] class PlannerServices(
-    planner: SparkConnectPlanner, override val session: SparkSession)
+    planner: SparkConnectPlanner, override val session: SparkSession,
+    override val sessionId: String, override val userId: String)
     extends ConnectPlanning {
   override def dataset(relation: Array[Byte]): Dataset[Row] =
     SparkShims.ofRows(session, planner.transformRelation(proto.Relation.parseFrom(relation)))

@@ -32,7 +32,8 @@ public class FullWindowRelationPlugin implements RelationPlugin {
     }
     try {
       return Option.apply(FullWindowConnectPlanner.plan(relation.unpack(FullWindowRelation.class),
-          new PlannerServices(planner, planner.sessionHolder().session())));
+          new PlannerServices(planner, planner.sessionHolder().session(),
+          planner.sessionHolder().sessionId(), planner.sessionHolder().userId())));
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalArgumentException("a malformed fullwindow Connect relation", e);
     }

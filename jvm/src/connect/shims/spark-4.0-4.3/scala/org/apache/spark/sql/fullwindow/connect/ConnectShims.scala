@@ -26,6 +26,7 @@ class FullWindowRelationPlugin extends RelationPlugin {
     val any = ProtoAny.parseFrom(relation)
     if (!any.is(classOf[FullWindowRelation])) Optional.empty()
     else Optional.of(FullWindowConnectPlanner.plan(any.unpack(classOf[FullWindowRelation]),
-      new PlannerServices(planner, planner.session)))
+      new PlannerServices(planner, planner.session, planner.sessionHolder.sessionId,
+        planner.sessionHolder.userId)))
   }
 }

@@ -1,0 +1,90 @@
+"""Recovery from a Spark Connect client: what the client sends, the server's runtime does.
+
+A full-window operation's result is wrapped in a ``Commit`` relation that carries what only the
+client has: the digest of the operation's Python function (its code and the modules it uses:
+recovery/_digest.py) and the text of its other arguments. The server's relation plugin hands it
+to the recovery runtime of the server's Python process (``python -m fullwindow.server``), which
+runs the classic recovery code: the same fingerprints, event store, lease and replay. The wrap is
+analyzed at once, so a conflict or a refusal is raised where the operation is defined, as on a
+classic session. ``control`` calls that runtime for the session's job (start, flush, cleanup,
+status).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql.connect.plan import LogicalPlan
+
+from fullwindow._compat import connect_dataframe, dataframe_schema
+from fullwindow._connect.connect_pb2 import FullWindowRelation  # type: ignore[attr-defined]
+
+
+def commit(out: Any, operation: str, code: bytes, extra: str) -> Any:
+    """``out`` (a Connect DataFrame of full-window ``operation``) made recoverable by the
+    server's recovery runtime."""
+    from fullwindow._connect.plan import FullWindowPlan
+    from fullwindow._jvm_errors import raise_from_java
+
+    def fill(rel: Any, client: Any) -> None:
+        rel.commit.operation = operation
+        rel.commit.code_digest = code
+        rel.commit.extra = extra
+
+    install_local()
+    wrapped = connect_dataframe(FullWindowPlan(out._plan, fill), out.sparkSession)
+    try:
+        dataframe_schema(wrapped)  # analyzed now: the runtime decides and may refuse here
+    except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
+        raise_from_java(err, operation)
+    return wrapped
+
+
+def install_local() -> None:
+    """A ``remote="local[N]"`` session runs its Connect server in this process's JVM, beside
+    a classic session: this process is then the server's recovery runtime (installed once)."""
+    try:
+        from pyspark.sql.session import SparkSession as ClassicSession
+    except ImportError:  # a thin client (pyspark-client): no server here
+        return
+    classic = getattr(ClassicSession, "_instantiatedSession", None)
+    sc = getattr(classic, "_sc", None)
+    if classic is None or sc is None or getattr(sc, "_jsc", None) is None:
+        return
+    from fullwindow.recovery._connect_runtime import install
+
+    install(classic)
+
+
+class _ControlPlan(LogicalPlan):
+    """A FullWindowRelation with ``recovery_control`` set: no input, one row answered."""
+
+    def __init__(self, action: str, argument: str) -> None:
+        super().__init__(None)
+        self._action, self._argument = action, argument
+
+    def plan(self, session: Any) -> Any:
+        rel = FullWindowRelation()
+        rel.recovery_control.action = self._action
+        rel.recovery_control.argument = self._argument
+        out = self._create_proto_relation()
+        out.extension.Pack(rel)
+        return out
+
+    def print(self, indent: int = 0) -> str:
+        return f"{' ' * indent}<FullWindowRecoveryControl {self._action}>\n"
+
+
+def control(session: Any, action: str, **argument: Any) -> Any:
+    """Calls the server's recovery runtime for ``session``'s job; its JSON answer, decoded."""
+    from fullwindow._connect.artifact import prepare
+    from fullwindow._jvm_errors import raise_from_java
+
+    prepare(session, False)  # the server's jar is this client's version
+    install_local()
+    try:
+        row = connect_dataframe(_ControlPlan(action, json.dumps(argument)), session).collect()[0]
+    except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
+        raise_from_java(err, f"recovery.{action}")
+        raise
+    return json.loads(row[0]) if row[0] else None
