@@ -438,18 +438,34 @@ else:
 
 # --- Spark Connect client ------------------------------------------------------------------------
 
+def client_only() -> bool:
+    """Whether the installed pyspark is ``pyspark-client``, Spark's pure-Python Spark Connect
+    client (4.0+): no ``pyspark.core`` (SparkContext, RDD), no ``pyspark.sql.classic``, no py4j,
+    so no JVM and no classic or local session in this process, only ``sc://`` servers.
+    pyspark's own ``is_remote_only`` tells (4.0+); 3.5 has no such client."""
+    try:
+        from pyspark.util import is_remote_only
+    except ImportError:  # 3.5
+        return False
+    return bool(is_remote_only())
+
+
 def _connect_types() -> tuple:
     """The Connect client's DataFrame and Column classes where they do not derive from
-    ``pyspark.sql.DataFrame`` / ``Column`` (3.5); from 4.0 both kinds share those bases (and
-    ``pyspark.sql.classic`` holds the classic ones), so nothing is added."""
+    ``pyspark.sql.DataFrame`` / ``Column`` (3.5); from 4.0 both kinds share those bases, so
+    nothing is added. Known without importing the Connect client (``import fullwindow`` stays
+    light) for a full pyspark 4.x, which has ``pyspark.sql.classic``, and for pyspark-client,
+    which exists from 4.0 only; anything else is told by the classes themselves."""
     import importlib.util
 
-    if importlib.util.find_spec("pyspark.sql.classic") is not None:
+    if importlib.util.find_spec("pyspark.sql.classic") is not None or client_only():
         return (), ()
     try:
         from pyspark.sql.connect.column import Column as ConnectColumn
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
     except ImportError:  # no Connect client libraries: no Connect DataFrames either
+        return (), ()
+    if issubclass(ConnectDataFrame, _DataFrame) and issubclass(ConnectColumn, _Column):
         return (), ()
     return (ConnectDataFrame,), (ConnectColumn,)
 
@@ -525,6 +541,19 @@ def connect_server_conf(jar: str) -> dict:
             return {}
         artifact = z.read("fullwindow/connect-server").decode().strip()
     return {"spark.jars.packages": artifact}
+
+
+@functools.cache
+def classic_error_types() -> tuple:
+    """``(Py4JJavaError, CapturedException)``: what a classic session's JVM calls raise, for
+    ``isinstance`` and ``except``; ``()`` where pyspark has no py4j (pyspark-client), whose
+    sessions are all Spark Connect ones. Nothing else in fullwindow imports py4j for errors."""
+    try:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
+    except ImportError:
+        return ()
+    return (Py4JJavaError, CapturedException)
 
 
 def submitted_api_mode_connect(submitted: Mapping[str, str], jvm: Any) -> bool:

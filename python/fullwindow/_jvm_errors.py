@@ -15,17 +15,24 @@ PLUGIN_CONF = "spark.connect.extensions.relation.classes"
 
 def setup_error_for_connect() -> FullWindowSetupError:
     """What a Connect server without fullwindow's plugin answers, said as what to do."""
-    from fullwindow._compat import connect_server_conf
+    import os
+
+    from fullwindow._compat import client_only, connect_server_conf
     from fullwindow._jvm import EXTENSION_CLASS, jar_path
 
+    jar = jar_path()
+    if not os.path.isfile(jar):  # fullwindow-client (a thin client) ships no jars
+        jar = (f"{os.path.basename(jar)} (shipped in the fullwindow wheel, for the server's "
+               "Spark line: fullwindow.jar_path() on a full install prints its path)")
     server = connect_server_conf(jar_path()).get("spark.jars.packages")
+    local = ("" if client_only() else ", or connect with fullwindow.session(remote='local[2]'), "
+             "which starts a local server carrying them")
     return FullWindowSetupError(
         "the Spark Connect server does not run fullwindow's relation plugin. Start the server "
-        "with these three settings: --jars " + jar_path() + " --conf spark.sql.extensions="
+        "with these three settings: --jars " + jar + " --conf spark.sql.extensions="
         + EXTENSION_CLASS + " --conf " + PLUGIN_CONF + "=" + PLUGIN_CLASS + " (e.g. "
         "$SPARK_HOME/sbin/start-connect-server.sh " + (f"--packages {server} " if server else "")
-        + "--jars ... --conf ... --conf ...), or connect with "
-        "fullwindow.session(remote='local[2]'), which starts a local server carrying them.")
+        + "--jars ... --conf ... --conf ...)" + local + ".")
 
 
 _JVM_ERROR = "org.apache.spark.sql.fullwindow.FullWindowAnalysisException"
@@ -62,24 +69,28 @@ def raise_from_java(err: Exception, operation: str) -> None:
     """Turns a JVM-side failure of ``operation`` into a fullwindow Python exception, without the
     JVM stack dump; over Spark Connect, the server's failure as the client raised it. Re-raises
     ``err`` when it is not a JVM failure."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import CapturedException, convert_exception
+    from fullwindow._compat import classic_error_types
 
+    classic = classic_error_types()  # () without py4j (pyspark-client): Connect errors only
+    py4j_error = classic[0] if classic else None
     # pyspark's py4j hook usually has turned the Py4JJavaError into a CapturedException already;
     # either way the Java throwable is at hand, and ours may be anywhere in its cause chain.
-    java_exc = err.java_exception if isinstance(err, Py4JJavaError) else getattr(err, "_origin", None)
+    is_py4j = py4j_error is not None and isinstance(err, py4j_error)
+    java_exc = getattr(err, "java_exception" if is_py4j else "_origin", None)
     if java_exc is not None:
         fw = _find_fullwindow_cause(java_exc)
         if fw is not None:
             raise class_for_kind(fw.kind())(fw.getMessage()) from None
-    if isinstance(err, Py4JJavaError):
-        err = convert_exception(err.java_exception)
+    if is_py4j:
+        from pyspark.errors.exceptions.captured import convert_exception
+
+        err = convert_exception(java_exc)
     if _is_connect_error(err):
         condition = error_condition(err)
         text = f"{condition or ''} {err}"
         if any(marker in text for marker in _NO_PLUGIN):
             raise setup_error_for_connect() from None
-    if isinstance(err, CapturedException) or _is_connect_error(err):
+    if isinstance(err, classic) or _is_connect_error(err):
         message = err.getMessage() if hasattr(err, "getMessage") else str(err)
         # a Connect client appends the server's JVM stack trace to the message: not for users
         message = message.split("\n\nJVM stacktrace:")[0].split("\nJVM stacktrace:")[0]

@@ -9,6 +9,7 @@ from typing import Any, Callable, TypeVar
 from pyspark.sql import DataFrame
 
 from fullwindow._backend import backend, operation_settings
+from fullwindow._compat import classic_error_types
 from fullwindow._jvm_errors import _is_connect_error, raise_from_java
 from fullwindow.errors import FullWindowError
 
@@ -27,10 +28,7 @@ def jvm_errors(operation: str) -> Callable[[F], F]:
             except FullWindowError:
                 raise
             except Exception as err:  # noqa: BLE001 - filtered in raise_from_java
-                from py4j.protocol import Py4JJavaError
-                from pyspark.errors.exceptions.captured import CapturedException
-
-                if isinstance(err, (Py4JJavaError, CapturedException)) or _is_connect_error(err):
+                if isinstance(err, classic_error_types()) or _is_connect_error(err):
                     raise_from_java(err, operation)
                 raise
 

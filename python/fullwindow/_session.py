@@ -7,7 +7,7 @@ from typing import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
-from fullwindow._compat import connect_server_conf, submitted_api_mode_connect
+from fullwindow._compat import client_only, connect_server_conf, submitted_api_mode_connect
 from fullwindow._backend import PLUGIN_CLASS, PLUGIN_CONF
 from fullwindow._jvm import EXTENSION_CLASS, facade, jar_path
 from fullwindow.errors import FullWindowSetupError
@@ -59,6 +59,8 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
         for key, value in (conf or {}).items():
             builder.config(key, _conf_value(value))
         return builder
+    if client_only():
+        raise _thin_client_error(remote)
     submitted = read_submitted() if remote is None else None
     if submitted is not None:
         return _configure_submitted(builder, conf, submitted)
@@ -159,6 +161,21 @@ def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, objec
     return builder
 
 
+def _thin_client_error(remote: object) -> FullWindowSetupError:
+    """A classic or local session asked of pyspark-client, which cannot start a JVM."""
+    import pyspark
+
+    asked = f"remote={remote!r}" if remote is not None else "a classic session (master=...)"
+    return FullWindowSetupError(
+        f"{asked} starts Spark from the local pyspark install, which needs the full pyspark; "
+        "this environment "
+        f"has pyspark-client {pyspark.__version__}, Spark's pure-Python Spark Connect client "
+        "(what pip install fullwindow-client brings), which only connects to a running Spark "
+        "Connect server: fullwindow.session(remote=\"sc://host:15002\"), the server started "
+        "with the fullwindow jar and settings (see the README). For local sessions, install "
+        "the full pyspark: pip install fullwindow, in an environment without pyspark-client.")
+
+
 def _require_connect_plugin(jar: str) -> None:
     """The jar of the running Spark line must carry the Spark Connect plugin (every line's
     does; a jar built without jvm/src/connect would not)."""
@@ -185,7 +202,10 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
 
     With ``remote``, a Spark Connect session: ``remote="local[2]"`` starts a local Connect
     server carrying the jar, the extension and fullwindow's relation plugin;
-    ``remote="sc://host:15002"`` connects to a server started with them (see the README).
+    ``remote="sc://host:15002"`` connects to a server started with them (see the README). A
+    thin install (``fullwindow-client``, with Spark's pure-Python ``pyspark-client``) starts no
+    Spark of its own: there only ``remote="sc://..."`` works, anything else raises
+    ``FullWindowSetupError``.
 
     Puts the jar on the driver and executor class paths, registers the extension, makes Python
     workers run this interpreter, and applies ``conf``. An already running session without the
