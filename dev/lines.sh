@@ -10,6 +10,11 @@ fw_field() {  # fw_field LINE N[-]: the N-th (or N-th and later) field of LINE's
   [ -n "$row" ] || { echo "unsupported Spark line '$1'; supported: $(fw_lines | xargs)" >&2; return 2; }
   echo "$row" | tr -s ' ' | cut -d' ' -f"$2"
 }
+# The thin client (dev/venvs --client, tests/thin): pyspark-client, Spark's pure-Python Connect
+# client, exists from 4.0 and on PyPI up to 4.2.0 (no 4.3 yet): its venv .venvs/client-<line>
+# holds that pyspark-client and the fullwindow-client wheel, and talks to a server of that line.
+FW_CLIENT_LINE=4.2
+FW_CLIENT_PYSPARK=4.2.0
 fw_python() {  # the python of LINE's venv
   if [ "$1" = "$FW_DEFAULT_LINE" ]; then echo .venv/bin/python; else echo ".venvs/spark-$1/bin/python"; fi
 }
