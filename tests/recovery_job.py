@@ -9,6 +9,11 @@ SLOW                   seconds each partition's user function sleeps (to be kill
 VARIANT                "2" changes the second operation's code (a changed program)
 LEASE_TIMEOUT          spark.fullwindow.recovery.leaseTimeout (unset: the default)
 FW_EXTRA_CONF          more Spark settings, as a JSON object (e.g. an S3 server's, tests/s3.py)
+FW_REMOTE              a Spark Connect server's URL (sc://...): the job runs as its client
+FW_CTL                 with FW_REMOTE: a directory the server's environment names too; the
+                       user functions, which run on the server, read MARKS, RUN and SLOW from
+                       the run.json the client writes there (a setting in their code or
+                       closure would change the operations' fingerprints)
 
 Stages: (1) A: mapPartition over range(0, 4000) in 4 partitions, (2) B: mapPartition after a
 hash repartition by k, per-key count and sum, (3) the final write after another repartition,
@@ -23,19 +28,33 @@ import fullwindow
 from pyspark.sql import functions as F
 
 
+def env(name, default=None):
+    """A setting of this run: from FW_CTL's run.json (a Connect server's workers), else the
+    environment."""
+    ctl = os.environ.get("FW_CTL")
+    if ctl and os.path.exists(os.path.join(ctl, "run.json")):
+        import json
+
+        with open(os.path.join(ctl, "run.json")) as f:
+            value = json.load(f).get(name)
+        if value is not None:
+            return value
+    return os.environ.get(name, default)
+
+
 def mark(stage):
     from pyspark import TaskContext
 
     tc = TaskContext.get()
-    name = f"{stage}-{tc.partitionId()}-{os.environ['RUN']}-{tc.taskAttemptId()}"
-    open(os.path.join(os.environ["MARKS"], name), "w").close()
+    name = f"{stage}-{tc.partitionId()}-{env('RUN')}-{tc.taskAttemptId()}"
+    open(os.path.join(env("MARKS"), name), "w").close()
 
 
 def fa(rows):
     import time
 
     out = [(r.id % 13, r.id * 2) for r in rows]
-    time.sleep(float(os.environ.get("SLOW", "0")))
+    time.sleep(float(env("SLOW", "0")))
     mark("A")
     return out
 
@@ -47,7 +66,7 @@ def fb(rows):
     for r in rows:
         n, t = acc.get(r.k, (0, 0))
         acc[r.k] = (n + 1, t + r.v)
-    time.sleep(float(os.environ.get("SLOW", "0")))
+    time.sleep(float(env("SLOW", "0")))
     mark("B")
     return [(k, n, t) for k, (n, t) in sorted(acc.items())]
 
@@ -59,7 +78,7 @@ def fb2(rows):
     for r in rows:
         n, t = acc.get(r.k, (0, 0))
         acc[r.k] = (n + 1, t + r.v + 0)
-    time.sleep(float(os.environ.get("SLOW", "0")))
+    time.sleep(float(env("SLOW", "0")))
     mark("B")
     return [(k, n, t) for k, (n, t) in sorted(acc.items())]
 
@@ -79,8 +98,17 @@ def main():
         import json
 
         conf.update(json.loads(os.environ["FW_EXTRA_CONF"]))
-    spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-job")
-    spark.sparkContext.setLogLevel("ERROR")
+    remote = os.environ.get("FW_REMOTE")
+    if remote:  # a Spark Connect client: the session's SQL settings only
+        import json
+
+        with open(os.path.join(os.environ["FW_CTL"], "run.json"), "w") as f:
+            json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW")}, f)
+        conf = {k: v for k, v in conf.items() if not k.startswith("spark.ui.")}
+        spark = fullwindow.session(remote=remote, conf=conf)
+    else:
+        spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-job")
+        spark.sparkContext.setLogLevel("ERROR")
     src = spark.range(0, 4000, numPartitions=4)
     a = src.fullWindowPartition().mapPartition(fa, "k long, v long")
     b = a.repartition(4, "k").fullWindowPartition().mapPartition(
@@ -90,7 +118,7 @@ def main():
     def slow(k):
         import time
 
-        time.sleep(float(os.environ.get("SLOW", "0")) / 5)
+        time.sleep(float(env("SLOW", "0")) / 5)
         mark("W")
         return k
 

@@ -249,7 +249,13 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) to ",
                                     category=UserWarning)
-            return builder.getOrCreate()
+            connect = builder.getOrCreate()
+        # the local server runs in this process's JVM, beside a classic session: this process
+        # is its recovery runtime (what python -m fullwindow.server is for a remote one)
+        from fullwindow.recovery._connect_runtime import install_local
+
+        install_local()
+        return connect
     builder = SparkSession.builder
     submitted = _submitted_conf()
     if submitted is None:  # a plain python process: local unless told otherwise

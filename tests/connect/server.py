@@ -62,8 +62,13 @@ class ConnectServer:
 
     def __init__(self, fullwindow: bool = True, conf: Mapping[str, str] | None = None,
                  master: str = "local[2]", extension: bool = True, python: str | None = None,
-                 jar: str | None = None):
+                 jar: str | None = None, launcher: bool = False,
+                 env: Mapping[str, str] | None = None):
+        """``launcher``: fullwindow's own launcher (``python -m fullwindow.server``, which runs
+        recovery's runtime beside the server) instead of Spark's script; ``env``: more
+        environment for the server (and its Python workers)."""
         self.extension, self.python, self.jar = extension, python or sys.executable, jar
+        self.launcher, self.env = launcher, dict(env or {})
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.fullwindow, self.conf, self.master = fullwindow, dict(conf or {}), master
@@ -89,17 +94,23 @@ class ConnectServer:
 
         conf.update(connect_server_conf(fullwindow.jar_path()))  # 3.5: the server artifact
         conf.update(self.conf)
-        args = server_command() + ["--master", self.master]
-        if self.fullwindow:
-            args += fullwindow_server_args(self.extension, self.jar)
+        if self.launcher:  # it adds fullwindow's settings and the port itself
+            conf.pop("spark.connect.grpc.binding.port")
+            conf.pop("spark.pyspark.python")
+            args = [self.python, "-m", "fullwindow.server", "--master", self.master,
+                    "--port", str(self.port), "--host", "127.0.0.1"]
+        else:
+            args = server_command() + ["--master", self.master]
+            if self.fullwindow:
+                args += fullwindow_server_args(self.extension, self.jar)
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
         env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
                         SPARK_CONNECT_MODE="0", SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
-                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=self.python)
+                        SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=self.python, **self.env)
         if self.python != sys.executable:  # nothing of this process's Python path either
             env.pop("PYTHONPATH", None)
-        log = open(os.path.join(self.logdir, "server.out"), "w")
+        log = open(os.path.join(self.logdir, "server.out"), "a")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.time() + timeout
@@ -114,6 +125,22 @@ class ConnectServer:
                 time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"the Connect server did not listen within {timeout}s:\n" + self.log())
+
+    def kill(self) -> None:
+        """A crash: SIGKILL to the server's whole process group (its JVM and, for the
+        launcher, its Python process), at once."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(30)
+        self.proc = None
+
+    def restart(self, timeout: float = 180) -> "ConnectServer":
+        """The same server again (same settings, same port), as a supervisor would start it."""
+        self.kill()
+        return self.start(timeout)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

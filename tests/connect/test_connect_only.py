@@ -1,4 +1,4 @@
-"""What only a Spark Connect session has to say: recovery refused at the first operation,
+"""What only a Spark Connect session has to say: recovery on a local Connect session,
 operator metrics from the result's execution info, the session helper's arguments, and a user
 function's exception with its Python traceback."""
 from __future__ import annotations
@@ -24,19 +24,37 @@ def test_a_connect_dataframe_goes_to_the_connect_backend(df):
     assert "FullWindowSortPartition" in out._explain_string(mode="simple")
 
 
-def test_recovery_needs_a_classic_session(spark, df, tmp_path):
-    spark.conf.set("spark.fullwindow.recovery.enabled", "true")
-    spark.conf.set("spark.fullwindow.recovery.dir", str(tmp_path))
-    spark.conf.set("spark.fullwindow.recovery.jobId", "connect-job")
+def test_recovery_on_a_local_connect_session(spark, df, tmp_path):
+    """remote="local[N]" runs the server in this process's JVM: this process is its recovery
+    runtime. An operation commits; the job, closed and opened again as a new driver would,
+    reads it back; status and the error kinds come through the server."""
+    from fullwindow import recovery
+    from fullwindow.recovery import RecoveryInputChangedError  # noqa: F401 - registered kinds
+    from fullwindow.recovery import _runtime
+
+    conf = {"spark.fullwindow.recovery.enabled": "true",
+            "spark.fullwindow.recovery.dir": str(tmp_path),
+            "spark.fullwindow.recovery.jobId": "connect-job"}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
     try:
-        with pytest.raises(ConfigurationError, match=r"recovery\.enabled=true needs a classic "
-                                                     r"SparkSession"):
-            df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a)
-        with pytest.raises(ConfigurationError, match="needs a classic SparkSession"):
-            df.fullWindowPartition().sortPartition("v")
+        def op():
+            return df.keyBy("k").fullWindowPartition().reduce(
+                lambda a, b: a if a.v >= b.v else b)
+        expected = sorted((k, 35 + k) for k in range(5))
+        assert sorted(tuple(r) for r in op().collect()) == expected
+        recovery.flush(spark)
+        st = recovery.status(str(tmp_path), "connect-job", spark)
+        [o] = [o for o in st["operations"] if o["operation"] != "shuffle input"]
+        assert o["committed"] == o["partitions"] and o["intact"]
+        _runtime.close_job(str(tmp_path / "connect-job"))  # as if the server had restarted
+        again = op()
+        assert "FullWindowRecoveredScan" in again._explain_string(mode="simple")
+        assert sorted(tuple(r) for r in again.collect()) == expected
+        assert recovery.cleanup(spark) is True and not (tmp_path / "connect-job").exists()
     finally:
-        for key in ("enabled", "dir", "jobId"):
-            spark.conf.unset(f"spark.fullwindow.recovery.{key}")
+        for key in conf:
+            spark.conf.unset(key)
     assert df.fullWindowPartition().sortPartition("v").count() == 40
 
 
@@ -148,7 +166,7 @@ def test_every_rerun_module_brings_its_classic_modules_cases():
     reruns = [f[len("test_connect_"):-3] for f in os.listdir(here)
               if f.startswith("test_connect_") and f[:-3] not in
               ("test_connect_only", "test_connect_proto", "test_connect_server",
-               "test_connect_remote")]
+               "test_connect_remote", "test_connect_recovery")]
     assert len(reruns) >= 8, reruns
     for name in reruns:
         rerun = importlib.import_module(f"test_connect_{name}")

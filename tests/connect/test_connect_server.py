@@ -22,6 +22,21 @@ import fullwindow
 from fullwindow import EndOfStreamWindows, FullWindowSetupError
 from fullwindow._connect.artifact import server_state
 spark = fullwindow.session(remote=sys.argv[1] if len(sys.argv) > 1 else {url!r})
+
+def refusal(spark):
+    # recovery on a server started with Spark's script: refused, naming fullwindow's launcher
+    from fullwindow import ConfigurationError
+    for k, v in (("enabled", "true"), ("dir", "/tmp/fw-never"), ("jobId", "j")):
+        spark.conf.set("spark.fullwindow.recovery." + k, v)
+    try:
+        spark.range(4).fullWindowPartition().sortPartition("id")
+        return None
+    except ConfigurationError as err:
+        return str(err)
+    finally:
+        for k in ("enabled", "dir", "jobId"):
+            spark.conf.unset("spark.fullwindow.recovery." + k)
+
 df = spark.range(0, 100, 1, 4).selectExpr("id % 7 AS k", "id AS v")
 other = spark.range(0, 30, 1, 2).selectExpr("id % 10 AS k", "id AS w")
 try:
@@ -36,7 +51,8 @@ try:
         "cogroup": sorted(map(list, co.collect())),
         "plan": keyed._explain_string(mode="simple"),
         "python_version": server_state(spark).python_version,
-        "shipped": server_state(spark).shipped}}))
+        "shipped": server_state(spark).shipped,
+        "refusal": refusal(spark)}}))
 except FullWindowSetupError as err:
     print("SETUP " + json.dumps(str(err)))
 finally:
@@ -69,6 +85,7 @@ def test_keyed_map_partition_and_cogroup_on_a_connect_server_process():
     assert "FullWindowKeyedMapPartition" in out["plan"]
     # the server's workers run this interpreter, which imports this fullwindow: nothing sent
     assert out["python_version"] == fullwindow.__version__ and out["shipped"] is False
+    assert "python -m fullwindow.server" in out["refusal"]
     assert server.proc is None  # stopped
 
 

@@ -11,6 +11,7 @@ status).
 """
 from __future__ import annotations
 
+import atexit
 import json
 from typing import Any
 
@@ -31,7 +32,7 @@ def commit(out: Any, operation: str, code: bytes, extra: str) -> Any:
         rel.commit.code_digest = code
         rel.commit.extra = extra
 
-    install_local()
+    _close_at_exit(out.sparkSession)
     wrapped = connect_dataframe(FullWindowPlan(out._plan, fill), out.sparkSession)
     try:
         dataframe_schema(wrapped)  # analyzed now: the runtime decides and may refuse here
@@ -40,20 +41,25 @@ def commit(out: Any, operation: str, code: bytes, extra: str) -> Any:
     return wrapped
 
 
-def install_local() -> None:
-    """A ``remote="local[N]"`` session runs its Connect server in this process's JVM, beside
-    a classic session: this process is then the server's recovery runtime (installed once)."""
-    try:
-        from pyspark.sql.session import SparkSession as ClassicSession
-    except ImportError:  # a thin client (pyspark-client): no server here
-        return
-    classic = getattr(ClassicSession, "_instantiatedSession", None)
-    sc = getattr(classic, "_sc", None)
-    if classic is None or sc is None or getattr(sc, "_jsc", None) is None:
-        return
-    from fullwindow.recovery._connect_runtime import install
+_CLOSING: "set[int]" = set()
 
-    install(classic)
+
+def _close_at_exit(session: Any) -> None:
+    """When this program ends, the server closes the session's recovery jobs (events flushed,
+    leases released), so that its next run takes the job over at once; a program that dies
+    without saying so leaves its job to the lease timeout."""
+    if id(session) in _CLOSING:
+        return
+    _CLOSING.add(id(session))
+
+    def close() -> None:
+        try:
+            if not getattr(session, "is_stopped", False):
+                control(session, "close")
+        except Exception:  # noqa: BLE001 - the server is gone: nothing left to close
+            pass
+
+    atexit.register(close)
 
 
 class _ControlPlan(LogicalPlan):
@@ -81,7 +87,6 @@ def control(session: Any, action: str, **argument: Any) -> Any:
     from fullwindow._jvm_errors import raise_from_java
 
     prepare(session, False)  # the server's jar is this client's version
-    install_local()
     try:
         row = connect_dataframe(_ControlPlan(action, json.dumps(argument)), session).collect()[0]
     except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised

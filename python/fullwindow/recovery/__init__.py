@@ -327,7 +327,8 @@ class _Runtime:
                 from fullwindow._jvm import facade
 
                 fw = facade(self.spark)
-                closed = [j for j in owned if fw.connectSessionClosed(j.owner["session"])]
+                closed = [j for j in owned
+                          if j.owner and fw.connectSessionClosed(j.owner["session"])]
             except Exception:  # noqa: BLE001 - the JVM is gone, or an older jar
                 return
             for job in closed:

@@ -102,6 +102,10 @@ class ConnectRuntime:
                 job.check()
                 job.store.flush()
             return {}
+        if action == "close":  # the client program ends: its jobs end with it
+            for job in recovery._runtime.owned_by(owner):
+                recovery._runtime.close_job(job.job_dir)
+            return {}
         if action == "cleanup":
             return {"deleted": recovery._cleanup(spark, args.get("job_id"),
                                                  args.get("directory"), owner)}
@@ -135,3 +139,17 @@ def install(spark: Any) -> ConnectRuntime:
     cls.install(runtime, sc._jsc.sc())
     _installed[id(gateway)] = runtime
     return runtime
+
+
+def install_local() -> None:
+    """A ``remote="local[N]"`` session runs its Connect server in this process's JVM, beside
+    a classic session: this process is then the server's recovery runtime (installed once)."""
+    try:
+        from pyspark.sql.session import SparkSession as ClassicSession
+    except ImportError:  # a thin client (pyspark-client): no server here
+        return
+    classic = getattr(ClassicSession, "_instantiatedSession", None)
+    sc = getattr(classic, "_sc", None)
+    if classic is None or sc is None or getattr(sc, "_jsc", None) is None:
+        return
+    install(classic)
