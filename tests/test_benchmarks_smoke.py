@@ -60,11 +60,14 @@ def test_quick_benchmark_measures_every_native_form_of_the_shape(tmp_path):
     natives = {"native": "cogroup().applyInPandas",
                **{f"native:{n.name}": n.name for n in cogroup_natives()}}
     assert {v: i["name"] for v, i in stored["natives"].items()} == natives
-    assert set(stored["times"]) == {"ours", *natives}
+    # and its no-Python floors (the exchange by k, without and with the sort), in the same rounds
+    floors = {"floor:exchange by k (no sort, no Python)", "floor:exchange + sort by k (no Python)"}
+    assert set(stored["floors"]) == floors
+    assert set(stored["times"]) == {"ours", *natives, *floors}
     assert stored["fastest_native_name"] in natives.values()
     fastest = stored["times"][stored["fastest_native"]]
     assert stored["best_ratios"] == [n / o for o, n in zip(stored["times"]["ours"], fastest)]
-    for variant in ("ours", *natives):
+    for variant in ("ours", *natives, *floors):
         assert all(m["node_ran"] for m in stored["metrics"][variant]), variant
     row = next(line for line in results.read_text().splitlines()
                if line.startswith("| keyed | cogroup_in_arrow |"))
