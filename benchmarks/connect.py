@@ -48,10 +48,12 @@ import sys
 import time
 from typing import Any, Callable
 
-from benchmarks.harness import (DEFAULT_DROP_FACTOR, HERE, _fmt_ratio, _fmt_time,
-                                _markdown_table, _stats, _too_slow)
+from benchmarks.common import HERE, _proc_tree_cpu, invocation, logger, rotation, utc_date
+from benchmarks.harness import DEFAULT_DROP_FACTOR, _too_slow
 from benchmarks.report import RESULTS_MD
+from benchmarks.tables import _fmt_ratio, _fmt_time, _markdown_table, _stats
 
+_log = logger("connect bench")
 JSON_PATH = os.path.join(HERE, "connect.json")
 NOTES_PATH = os.path.join(HERE, "notes", "connect.md")
 BEGIN = "<!-- connect.py: begin (generated, do not edit) -->"
@@ -172,26 +174,9 @@ def _free_port() -> int:
 
 
 def _tree_cpu() -> float:
-    """CPU seconds (user + system) used so far by this process and all its descendants that are
-    alive (the JVM, the Python daemon and workers), from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    kids: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            kids.setdefault(int(fields[1]), []).append(int(d))
-            cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += cpu.get(pid, 0.0)
-        todo.extend(kids.get(pid, []))
-    return total
+    """CPU seconds (user + system) used so far by this process and all its descendants (the
+    JVM, the Python daemon and workers, with the workers they have reaped), from /proc."""
+    return sum(_proc_tree_cpu(os.getpid()) or (0.0, 0.0))
 
 
 def _worker(kind: str) -> int:
@@ -310,8 +295,7 @@ def _run_part1(paths: dict[str, str], rounds: int, loads: list[float]) -> list[d
     times = {p[0]: {"left": [], "right": [], "left_cpu": [], "right_cpu": []} for p in PAIRS}
     for r in range(rounds):
         loads.append(_load_average()[0])
-        kinds = ["classic", "connect"] if r % 2 == 0 else ["connect", "classic"]
-        for kind in kinds:
+        for kind in rotation(["classic", "connect"], r):
             w = _Worker(kind)
             try:
                 w.ask({"op": "use", "paths": paths})
@@ -323,8 +307,7 @@ def _run_part1(paths: dict[str, str], rounds: int, loads: list[float]) -> list[d
                     times[name][side + "_cpu"].append(ans["cpu"])
             finally:
                 w.stop()
-        print(f"[connect bench] part 1 round {r + 1}/{rounds} done, load {_load_average()}",
-              file=sys.stderr, flush=True)
+        _log(f"part 1 round {r + 1}/{rounds} done, load {_load_average()}")
     return [_pair_result(name, what, f"{left[0]} {left[1]}", f"{right[0]} {right[1]}",
                          times[name], bar) for name, left, right, bar, what in PAIRS]
 
@@ -349,8 +332,7 @@ def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[floa
             loads.append(_load_average()[0])
             for sh in shapes:
                 live = [v for v in sh["variants"] if v not in sh["dropped"]]
-                shift = r % len(live)
-                for variant in live[shift:] + live[:shift]:
+                for variant in rotation(live, r):
                     ans = w.ask({"op": "run", "variant": variant})
                     if "error" in ans:
                         if variant in (sh["ours"], sh["baseline"]):
@@ -363,8 +345,7 @@ def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[floa
                         sh.setdefault("first", {})[variant] = ans["seconds"]
                 if r == 0 and rounds + warmup > 1:
                     _drop_slow(sh)
-            print(f"[connect bench] part 2 round {r + 1}/{warmup + rounds} done, load "
-                  f"{_load_average()}", file=sys.stderr, flush=True)
+            _log(f"part 2 round {r + 1}/{warmup + rounds} done, load {_load_average()}")
     finally:
         w.stop()
     return [_shape_result(sh) for sh in shapes]
@@ -504,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         args.rows, args.rounds, args.warmup = 20_000, 1, 0
     record = run(args.rows, args.rounds, args.warmup, args.out_dir,
                  tuple(int(x) for x in args.parts.split(",")))
-    record["command"] = "python -m benchmarks.connect " + " ".join(argv or sys.argv[1:])
-    record["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record["command"] = invocation("benchmarks.connect", argv)
+    record["date"] = utc_date()
     for r in record["results"]:
         r.update(command=record["command"], date=record["date"], rows=record["rows"],
                  rounds=record["rounds"],

@@ -10,46 +10,30 @@ its timings and the metrics of every run as JSON; the parent prints the table, a
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as _dt
 import json
 import os
-import platform
-import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from typing import Any
 
 from benchmarks.cases import all_cases
+from benchmarks.common import (BASE_CONF, DEFAULT_OUT, HERE, ROOT, _machine, _proc_tree_cpu,
+                               _wait_for_quiet, child_json_path, full_heap, invocation, logger,
+                               read_child_json, rotation, session, utc_date)
 from benchmarks.registry import Case
 from benchmarks.report import RESULTS_MD, judge, rank_natives, update_results
 from benchmarks.tables import (_HEADER, _fmt_bytes, _fmt_ms, _fmt_ratio, _fmt_time,  # noqa: F401
                                _markdown_table, _process_cpu_ratio, _row, _stats, _text_table)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DEFAULT_OUT = os.path.join(HERE, "out")
 RESULTS_JSON = os.path.join(HERE, "results.json")
 DEFAULT_ROUNDS = 15
 DEFAULT_WARMUP = 2
 CHILD_TIMEOUT_S = 3600
 DEFAULT_QUIET_WAIT_S = 15.0
 DEFAULT_DROP_FACTOR = 3.0
-QUIET_BUSY = 0.25     # "mostly idle": other processes use under a quarter of all CPU time
-
-# Settings every benchmark session gets (a case's spark_conf wins over these).
-BASE_CONF = {
-    "spark.ui.enabled": "true",                 # the REST API the metrics are read from
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.sql.ui.retainedExecutions": "10000",
-    "spark.ui.retainedStages": "10000",
-    "spark.ui.retainedJobs": "10000",
-}
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -104,166 +88,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+_log = logger("bench")
 
 
-# ----------------------------------------------------------------------------------------------
 # ----------------------------------------------------------------------------------------------
 # the child: one case in one Spark session
-
-def _cpu_busy(seconds: float = 0.5) -> float | None:
-    """Fraction of all CPU time spent busy over ``seconds`` (from /proc/stat). Measured between
-    rounds, when this benchmark itself is idle, it is the load other processes put on the
-    machine."""
-    def sample():
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-        return sum(fields[:8]), idle
-    try:
-        t0, i0 = sample()
-        time.sleep(seconds)
-        t1, i1 = sample()
-    except (OSError, ValueError, IndexError):
-        return None
-    return 1.0 - (i1 - i0) / (t1 - t0) if t1 > t0 else None
-
-
-def _wait_for_quiet(max_wait: float) -> tuple[float | None, float]:
-    """Waits (up to ``max_wait`` s) until other processes leave the CPUs mostly idle; returns
-    the last background busy fraction and the time waited."""
-    start = time.monotonic()
-    busy = _cpu_busy()
-    while busy is not None and busy > QUIET_BUSY and time.monotonic() - start < max_wait:
-        busy = _cpu_busy()
-    return busy, time.monotonic() - start
-
-
-def _proc_tree_cpu(root: int) -> tuple[float, float] | None:
-    """CPU seconds (user + system) used so far by process ``root`` itself and by all its
-    descendants (with the children they have reaped), from /proc. With ``root`` the Spark JVM,
-    the second figure is the Python workers (the pyspark daemon and the workers it forks), whose
-    CPU time Spark's task metrics do not count."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    own: dict[int, float] = {}
-    with_children: dict[int, float] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return None
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(")") + 2:].split()
-        parent[pid] = int(rest[1])
-        utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
-        own[pid] = (utime + stime) / tick
-        with_children[pid] = (utime + stime + cutime + cstime) / tick
-    if root not in own:
-        return None
-
-    def under_root(pid: int) -> bool:
-        seen = 0
-        while pid in parent and seen < 64:
-            pid = parent[pid]
-            if pid == root:
-                return True
-            seen += 1
-        return False
-    return own[root], sum(t for pid, t in with_children.items() if under_root(pid))
-
-
-@contextlib.contextmanager
-def child_result(path: str, res: dict[str, Any], log=None):
-    """The body of a stand-alone benchmark's child process (heavy_key.py, recovery.py): yields a
-    dict to put the child's SparkSession in (``["spark"]``); an exception in the body is recorded
-    in ``res`` (status "failed" and the traceback's end, also passed to ``log``), and whatever
-    happens ``res`` is written to ``path`` as JSON and the session is stopped."""
-    child: dict[str, Any] = {}
-    try:
-        yield child
-    except Exception:  # noqa: BLE001  (the outcome is what is recorded)
-        res["status"] = "failed"
-        res["error"] = traceback.format_exc()[-4000:]
-        if log is not None:
-            log(res["error"])
-    finally:
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
-        if child.get("spark") is not None:
-            try:
-                child["spark"].stop()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-def _machine(spark) -> dict[str, Any]:
-    mem_kib = None
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_kib = int(line.split()[1])
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    jvm = spark.sparkContext._jvm
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    import hashlib
-
-    import fullwindow
-    jar = fullwindow.jar_path()
-    try:
-        with open(jar, "rb") as f:
-            jar_sha = hashlib.sha256(f.read()).hexdigest()[:12]
-    except OSError:
-        jar_sha = "missing"
-    try:
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "jvm", "python", "build.sbt"],
-                               cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        dirty = ""
-    return {
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_kib / 2**20, 1) if mem_kib else None,
-        "cpu": cpu,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "java": jvm.System.getProperty("java.version"),
-        "spark": spark.version,
-        "fullwindow": fullwindow.__version__,
-        "commit": commit,
-        "worktree_dirty": bool(dirty),   # uncommitted operator changes may be in the jar
-        "jar_sha256": jar_sha,
-    }
-
-
-def full_heap(conf: dict[str, str]) -> dict[str, str]:
-    """``conf`` with the driver JVM's heap committed at its full size from the start (``-Xms`` =
-    ``spark.driver.memory``, 1g when unset) unless the case sets ``-Xms`` itself. The GC before
-    each run shrinks a heap that may shrink, and every following run then paid to grow it again:
-    about 0.3 s a run on every form of the keyed cases at 2M rows (floor, ours and natives alike,
-    benchmarks/notes/keyed.md), a constant that pulled every ratio towards 1."""
-    memory = conf.get("spark.driver.memory", "1g")
-    options = conf.get("spark.driver.extraJavaOptions", "")
-    if "-Xms" in options:
-        return conf
-    return {**conf, "spark.driver.extraJavaOptions": f"{options} -Xms{memory}".strip()}
-
 
 def _run_child(args: argparse.Namespace) -> int:
     case = all_cases()[args.child]
@@ -273,13 +102,8 @@ def _run_child(args: argparse.Namespace) -> int:
                               "rounds": args.rounds, "warmup": args.warmup}
     spark = None
     try:
-        import fullwindow
-        conf = full_heap({**BASE_CONF, "spark.local.dir": os.path.join(
-            os.path.abspath(args.out_dir), "spark-local"), **case.spark_conf})
-        os.makedirs(conf["spark.local.dir"], exist_ok=True)
-        spark = fullwindow.session(master=case.master, conf=conf,
-                                   app_name=f"benchmark {case.name}")
-        spark.sparkContext.setLogLevel("WARN")
+        spark = session(args.out_dir, f"benchmark {case.name}",
+                        full_heap({**BASE_CONF, **case.spark_conf}), case.master, "WARN")
         result["spark_conf"] = {"master": case.master, **case.spark_conf}
         result["machine"] = _machine(spark)
         jrt = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
@@ -316,8 +140,7 @@ def _run_child(args: argparse.Namespace) -> int:
         warm_times: dict[str, list[float]] = {v: [] for v in names}
         for r in range(args.warmup + args.rounds):
             warm = r < args.warmup
-            # every variant goes first in turn (two variants: they alternate)
-            order = tuple(names[r % len(names):] + names[:r % len(names)])
+            order = rotation(names, r)
             order_log.append(list(order))
             line = []
             busy, waited = (_wait_for_quiet(args.quiet_wait) if args.quiet_wait > 0
@@ -458,9 +281,7 @@ def _evaluate(case: Case, res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
-    os.makedirs(args.out_dir, exist_ok=True)
-    fd, json_path = tempfile.mkstemp(prefix=f"{case.name}-", suffix=".json", dir=args.out_dir)
-    os.close(fd)
+    json_path = child_json_path(args.out_dir, f"{case.name}-")
     cmd = [sys.executable, "-m", "benchmarks", "--child", case.name, "--child-json", json_path,
            "--rounds", str(args.rounds), "--warmup", str(args.warmup),
            "--quiet-wait", str(args.quiet_wait),
@@ -473,26 +294,20 @@ def _run_case_in_child(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     _log(f"{case.name}: starting child JVM ({', '.join(f'{k}={v}' for k, v in case.spark_conf.items() if 'memory' in k) or 'default memory'})")
     started = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, timeout=CHILD_TIMEOUT_S)
-        with open(json_path) as f:
-            res = json.load(f)
-        if proc.returncode != 0 and not res.get("error"):
-            res["error"] = f"child exited with {proc.returncode}"
-    except (subprocess.TimeoutExpired, OSError, ValueError) as err:
-        res = {"case": case.name, "error": f"child failed: {err!r}", "quick": args.quick}
-    finally:
-        try:
-            os.remove(json_path)
-        except OSError:
-            pass
+        returncode = subprocess.run(cmd, cwd=ROOT, timeout=CHILD_TIMEOUT_S).returncode
+    except (subprocess.TimeoutExpired, OSError) as err:
+        returncode = f"failed: {err!r}"
+    res = read_child_json(json_path) or {"case": case.name, "quick": args.quick,
+                                         "error": f"child wrote no result ({returncode})"}
+    if returncode != 0 and not res.get("error"):
+        res["error"] = f"child exited with {returncode}"
     res["wall_s"] = time.perf_counter() - started
     return _evaluate(case, res)
 
 
 def _line_python(line: str) -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     venv = ".venv" if line == "4.3" else os.path.join(".venvs", f"spark-{line}")
-    return os.path.join(root, venv, "bin", "python")
+    return os.path.join(ROOT, venv, "bin", "python")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -523,10 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(cases)}", file=sys.stderr)
         return 2
-    rest = sys.argv[1:] if argv is None else list(argv)
-    command = " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd())
-                        else ".venv/bin/python", "-m benchmarks", shlex.join(rest)]).strip()
-    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = invocation("benchmarks", argv)
+    date = utc_date()
     results = []
     for name in names:
         res = _run_case_in_child(cases[name], args)

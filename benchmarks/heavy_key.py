@@ -46,21 +46,19 @@ command that made it.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
 import re
-import shlex
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
-from benchmarks.harness import (BASE_CONF, DEFAULT_OUT, HERE, ROOT, _fmt_bytes, _machine,
-                                child_result)
+from benchmarks.common import (BASE_CONF, DEFAULT_OUT, HERE, ROOT, _machine, child_json_path,
+                               child_result, invocation, logger, read_child_json, run_watched,
+                               session, utc_date)
 from benchmarks.data import ONE_PARTITION_PER_FILE
+from benchmarks.tables import _fmt_bytes
 
 JSON_PATH = os.path.join(HERE, "heavy_key.json")
 NOTES_PATH = os.path.join(HERE, "notes", "keyed.md")
@@ -101,8 +99,7 @@ def heavy_side_arrow_bytes(rows: int, payload: int) -> int:
     return (rows // 2) * (24 + (payload + 4 if payload else 0))
 
 
-def _log(msg: str) -> None:
-    print(f"[heavy_key] {msg}", file=sys.stderr, flush=True)
+_log = logger("heavy_key")
 
 
 def _input_path(out_dir: str, rows: int, payload: int = 0) -> str:
@@ -114,14 +111,7 @@ def _input_path(out_dir: str, rows: int, payload: int = 0) -> str:
 # ---- child: one variant in one Spark session ---------------------------------------------------
 
 def _session(out_dir: str, conf: dict[str, str], name: str):
-    import fullwindow
-    local = os.path.join(os.path.abspath(out_dir), "spark-local")
-    os.makedirs(local, exist_ok=True)
-    spark = fullwindow.session(master="local[2]", app_name=f"heavy_key {name}",
-                               conf={**BASE_CONF, "spark.local.dir": local,
-                                     **ONE_PARTITION_PER_FILE, **conf})
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return session(out_dir, f"heavy_key {name}", {**BASE_CONF, **ONE_PARTITION_PER_FILE, **conf})
 
 
 def _generate(out_dir: str, rows: int, payload: int = 0) -> None:
@@ -276,9 +266,7 @@ def _tree(root: int) -> dict[int, tuple[int, str, int]]:
 
 
 def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[str, Any]:
-    fd, json_path = tempfile.mkstemp(prefix=f"heavy-{variant}-", suffix=".json",
-                                     dir=args.out_dir)
-    os.close(fd)
+    json_path = child_json_path(args.out_dir, f"heavy-{variant}-")
     rows, payload = _shape(args, variant)
     cmd = [sys.executable, "-m", "benchmarks.heavy_key", "--child", variant, "--setting", setting,
            "--child-json", json_path, "--rows", str(rows), "--payload", str(payload),
@@ -286,47 +274,30 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
     _log(f"{variant}, {setting}: starting ({rows:,} rows"
          + (f" with a {payload}-character payload" if payload else "")
          + f", timeout {args.timeout:.0f} s)")
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    peak_jvm = peak_py = peak_py_one = 0
-    timed_out = False
-    while proc.poll() is None:
+    peak = {"jvm": 0, "py": 0, "py_one": 0}
+
+    def sample(proc, _elapsed):
         tree = _tree(proc.pid)
-        jvm = sum(rss for pid, (_, comm, rss) in tree.items() if comm == "java")
         py = [rss for pid, (ppid, comm, rss) in tree.items()
               if pid != proc.pid and comm.startswith("python")]
-        peak_jvm = max(peak_jvm, jvm)
-        peak_py = max(peak_py, sum(py))
-        peak_py_one = max(peak_py_one, max(py, default=0))
-        if time.perf_counter() - start > args.timeout:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)   # the child's own process group
-            proc.wait()
-            break
-        time.sleep(0.2)
-    elapsed = time.perf_counter() - start
-    try:
-        with open(json_path) as f:
-            text = f.read()
-        res = json.loads(text) if text.strip() else {}
-    except (OSError, ValueError):
-        res = {}
-    finally:
-        try:
-            os.remove(json_path)
-        except OSError:
-            pass
+        peak["jvm"] = max(peak["jvm"], sum(rss for _, comm, rss in tree.values() if comm == "java"))
+        peak["py"] = max(peak["py"], sum(py))
+        peak["py_one"] = max(peak["py_one"], max(py, default=0))
+
+    returncode, elapsed, killed = run_watched(cmd, args.timeout, sample)
+    peak_jvm, peak_py, peak_py_one = peak["jvm"], peak["py"], peak["py_one"]
+    res = read_child_json(json_path)
     res.update({"variant": variant, "setting": setting,
                 "conf": {**SETTINGS[setting], **_extra_conf(args.conf)},
                 "rows": rows, "payload_chars": payload,
                 "heavy_side_arrow_bytes": heavy_side_arrow_bytes(rows, payload),
-                "process_s": elapsed, "exit_code": proc.returncode,
+                "process_s": elapsed, "exit_code": returncode,
                 "peak_jvm_rss_bytes": peak_jvm, "peak_python_rss_bytes": peak_py,
                 "peak_python_worker_rss_bytes": peak_py_one})
-    if timed_out:
+    if killed:
         res["status"] = f"timed out after {args.timeout:.0f} s (killed)"
     elif "status" not in res:
-        res["status"] = f"failed (child exited with {proc.returncode}, no result)"
+        res["status"] = f"failed (child exited with {returncode}, no result)"
     _log(f"{variant}, {setting}: {res['status']}"
          + (f" in {res['wall_s']:.1f} s" if res.get("wall_s") else "")
          + f"; peak RSS JVM {_fmt_bytes(peak_jvm)}, Python workers {_fmt_bytes(peak_py)}")
@@ -423,8 +394,7 @@ def merged(previous: dict[str, Any] | None, runs: list[dict[str, Any]]) -> dict[
 
 
 def _record(runs: list[dict[str, Any]]) -> None:
-    from benchmarks.harness import RESULTS_MD
-    from benchmarks.report import record_standalone
+    from benchmarks.report import RESULTS_MD, record_standalone
 
     try:
         with open(JSON_PATH) as f:
@@ -474,14 +444,13 @@ def main(argv: list[str] | None = None) -> int:
     if any(_is_wide(v) for v in variants) and args.payload < 1:
         p.error("--payload must be at least 1 character for the wide variants")
     os.makedirs(args.out_dir, exist_ok=True)
-    rest = sys.argv[1:] if argv is None else list(argv)
-    command = " ".join([".venv/bin/python -m benchmarks.heavy_key", shlex.join(rest)]).strip()
+    command = invocation("benchmarks.heavy_key", argv)
     for rows, payload in sorted({_shape(args, v) for v in variants}):
         _log(f"input: {_input_text(rows, payload)}")
         subprocess.run([sys.executable, "-m", "benchmarks.heavy_key", "--generate", "--rows",
                         str(rows), "--payload", str(payload), "--out-dir", args.out_dir],
                        cwd=ROOT, check=True)
-    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_date()
     runs = [{**_run_variant(args, variant, setting), "command": command, "date": date,
              "timeout_s": args.timeout} for setting in settings for variant in variants]
     print(_markdown({"runs": runs}))

@@ -55,18 +55,14 @@ Results go to ``benchmarks/recovery.json`` and to the marked section of
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import glob
 import json
 import math
 import os
-import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -74,8 +70,11 @@ import warnings
 from typing import Any
 
 from benchmarks.data import ONE_PARTITION_PER_FILE
-from benchmarks.harness import (DEFAULT_OUT, HERE, ROOT, _cpu_busy, _fmt_bytes, _machine,
-                                _proc_tree_cpu, _stats, child_result)
+from benchmarks.common import (DEFAULT_OUT, HERE, ROOT, _cpu_busy, _machine, _proc_tree_cpu,
+                               child_json_path, child_result, invocation, logger,
+                               read_child_json, rotation, run_watched, session,
+                               utc_date)
+from benchmarks.tables import _fmt_bytes, _stats
 
 T_IMPORT = time.time()  # close to this process's start (the child's own reference point)
 
@@ -119,8 +118,7 @@ def _fs_of(path: str) -> Any:
     return _fs.LocalFS() if _is_local(path) else _FS
 
 
-def _log(msg: str) -> None:
-    print(f"[recovery] {msg}", file=sys.stderr, flush=True)
+_log = logger("recovery")
 
 
 def score(rows):
@@ -141,17 +139,10 @@ def _input_path(out_dir: str, rows: int, partitions: int) -> str:
 # ---- child processes ---------------------------------------------------------------------------
 
 def _session(args: argparse.Namespace, conf: dict[str, str], name: str):
-    import fullwindow
-    local = os.path.join(os.path.abspath(args.out_dir), "spark-local")
-    os.makedirs(local, exist_ok=True)
     jvm = ({"spark.driver.extraJavaOptions": args.java_opts}
            if getattr(args, "java_opts", None) else {})
-    spark = fullwindow.session(master="local[2]", app_name=f"recovery {name}",
-                               conf={**CONF, "spark.local.dir": local,
-                                     "spark.sql.shuffle.partitions": str(args.partitions),
-                                     **jvm, **conf})
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return session(args.out_dir, f"recovery {name}",
+                   {**CONF, "spark.sql.shuffle.partitions": str(args.partitions), **jvm, **conf})
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -332,7 +323,7 @@ def _child_overhead(args: argparse.Namespace) -> int:
         total = args.warmup + args.overhead_rounds
         for r in range(total):
             warm = r < args.warmup
-            order = ("off", "on") if r % 2 == 0 else ("on", "off")
+            order = rotation(["off", "on"], r)
             busy = _cpu_busy()
             line = [f"background CPU {busy:.0%}" if busy is not None else ""]
             for variant in order:
@@ -423,20 +414,6 @@ def _class_data_archive(args: argparse.Namespace, rdir: str, base: str) -> str:
     return f"-XX:SharedArchiveFile={path} {CDS_QUIET} {plain}".strip()
 
 
-def _read_json(path: str) -> dict[str, Any]:
-    try:
-        with open(path) as f:
-            text = f.read()
-        return json.loads(text) if text.strip() else {}
-    except (OSError, ValueError):
-        return {}
-    finally:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-
-
 def _committed_files(job_dir: str) -> int:
     if _is_local(job_dir):
         return len(glob.glob(os.path.join(job_dir, "operators", "*", "part-*.rows")))
@@ -468,45 +445,33 @@ def _run_process(args: argparse.Namespace, label: str, job_id: str, rdir: str, o
     """Starts one driver process for the job; with ``kill_at``, SIGKILLs its process group as
     soon as that many partitions are committed: an output file and a durable task-finished
     event each (what a restart can reuse)."""
-    fd, cj = tempfile.mkstemp(prefix=f"recovery-{label}-", suffix=".json", dir=args.out_dir)
-    os.close(fd)
+    cj = child_json_path(args.out_dir, f"recovery-{label}-")
     cmd = _child_cmd(args, "run", cj, ["--job-id", job_id, "--recovery-dir", rdir,
                                        "--output", output] + (["--machine"] if machine else []))
     job_dir = f"{rdir}/{job_id}"
+
+    def at_kill_point(_proc, elapsed):
+        if kill_at is None or _committed_files(job_dir) < kill_at:
+            return None
+        n = _durable_finished(rdir, job_id)
+        return ({"at_s": elapsed, "durable_finished_at_kill": n,
+                 "committed_files_at_kill": _committed_files(job_dir)} if n >= kill_at else None)
+
     t0 = time.time()
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    killed = None
-    while proc.poll() is None:
-        if kill_at is not None:
-            n = _durable_finished(rdir, job_id) if _committed_files(job_dir) >= kill_at else 0
-            if n >= kill_at:
-                at = time.perf_counter() - start
-                os.killpg(proc.pid, signal.SIGKILL)
-                files = _committed_files(job_dir)
-                proc.wait()
-                time.sleep(0.5)  # let the OS reap the JVM and the Python workers
-                killed = {"at_s": at, "durable_finished_at_kill": n,
-                          "committed_files_at_kill": files,
-                          "committed_files_after_kill": _committed_files(job_dir)}
-                break
-        if time.perf_counter() - start > args.timeout:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            killed = {"timeout": True}
-            break
-        time.sleep(0.1)
-    elapsed = time.perf_counter() - start
-    res = _read_json(cj)
+    returncode, elapsed, killed = run_watched(cmd, args.timeout, at_kill_point, 0.1)
+    if killed is not None and not killed.get("timeout"):
+        time.sleep(0.5)  # let the OS reap the JVM and the Python workers
+        killed["committed_files_after_kill"] = _committed_files(job_dir)
+    res = read_child_json(cj)
     res.update({"label": label, "job_id": job_id, "process_s": elapsed,
-                "exit_code": proc.returncode, "t_start": t0})
+                "exit_code": returncode, "t_start": t0})
     if "t_ready" in res:
         res["startup_s"] = res["t_ready"] - t0
     if killed is not None:
         res["killed"] = killed
         res["status"] = "timed out" if killed.get("timeout") else "killed"
     elif "status" not in res:
-        res["status"] = f"failed (exit {proc.returncode}, no result)"
+        res["status"] = f"failed (exit {returncode}, no result)"
     return res
 
 
@@ -530,7 +495,7 @@ def _resume_part(args: argparse.Namespace) -> dict[str, Any]:
     if args.java_opts:
         part["driver_java_options"] = args.java_opts
     for r in range(args.resume_rounds):
-        order = ("U", "R") if r % 2 == 0 else ("R", "U")
+        order = rotation(["U", "R"], r)
         busy = _cpu_busy()
         rnd: dict[str, Any] = {"round": r, "order": list(order), "background_busy": busy,
                                "loadavg": list(os.getloadavg())}
@@ -618,12 +583,11 @@ def summarize_resume(part: dict[str, Any]) -> dict[str, Any]:
 
 
 def _overhead_part(args: argparse.Namespace) -> dict[str, Any]:
-    fd, cj = tempfile.mkstemp(prefix="recovery-overhead-", suffix=".json", dir=args.out_dir)
-    os.close(fd)
+    cj = child_json_path(args.out_dir, "recovery-overhead-")
     cmd = _child_cmd(args, "overhead", cj, ["--overhead-rounds", str(args.overhead_rounds),
                                             "--warmup", str(args.warmup)])
     proc = subprocess.run(cmd, cwd=ROOT, start_new_session=True)
-    res = _read_json(cj)
+    res = read_child_json(cj)
     res["exit_code"] = proc.returncode
     runs = [x for x in res.get("runs", []) if not x["warmup"]]
     if res.get("status") != "completed" or not runs:
@@ -870,8 +834,7 @@ def _markdown(record: dict[str, Any]) -> str:
 
 
 def _record(record: dict[str, Any]) -> None:
-    from benchmarks.harness import RESULTS_MD
-    from benchmarks.report import record_standalone
+    from benchmarks.report import RESULTS_MD, record_standalone
 
     record_standalone(JSON_PATH, record, NOTES_PATH, BEGIN, END, _markdown(record), RESULTS_MD)
 
@@ -946,8 +909,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.makedirs(args.out_dir, exist_ok=True)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
-    rest = sys.argv[1:] if argv is None else list(argv)
-    command = " ".join([".venv/bin/python -m benchmarks.recovery", shlex.join(rest)]).strip()
+    command = invocation("benchmarks.recovery", argv)
     _log(f"input: {args.rows:,} rows, {args.partitions} partitions")
     subprocess.run([sys.executable, "-m", "benchmarks.recovery", "--generate", "--rows",
                     str(args.rows), "--partitions", str(args.partitions), "--out-dir",
@@ -955,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     record: dict[str, Any] = {
         "command": command, "rows": args.rows, "partitions": args.partitions, "work": WORK,
         "quick": args.quick,
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": utc_date(),
         "loadavg": {"start": list(os.getloadavg())}}
     def stamp(part: dict[str, Any], load0: list[float]) -> None:
         part.update({"command": command, "date": record["date"], "rows": args.rows,
