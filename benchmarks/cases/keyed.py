@@ -89,29 +89,28 @@ _MAP_SETTINGS = {"columns": "k: long key, v: random long, x: double in [0, 1000)
                  "native": "pd.DataFrame({'k': [key[0]], 'n': [len(pdf)], 's': [pdf['x'].sum()]})",
                  "shuffle partitions": "4"}
 
-register(Case(
-    name="keyed_map_partition", group=GROUP,
-    description=f"{_MAP_DESC}; {MANY_KEYS:,} keys",
-    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{MANY_KEYS}",
-                                             _columns(MANY_KEYS)),
-    ours=_ours_map, native=_native_map, native_name="applyInPandas",
-    natives=keyed_row_natives, baseline_in_headline=False,
-    bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas", floors=_FLOORS,
-    settings={**_MAP_SETTINGS, "keys": f"{MANY_KEYS:,} distinct, uniform"},
-))
+def _keyed_input(keys: int):
+    """The setup of a keyed case: its rows with ``keys`` distinct keys, from Parquet."""
+    return lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys))
 
-register(Case(
-    name="keyed_map_partition_few_keys", group=GROUP,
-    description=f"{_MAP_DESC}; {FEW_KEYS} large keys",
-    setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{FEW_KEYS}",
-                                             _columns(FEW_KEYS)),
-    ours=_ours_map, native=_native_map, native_name="applyInPandas",
-    natives=keyed_row_natives, baseline_in_headline=False,
-    bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
-    ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas", floors=_FLOORS,
-    settings={**_MAP_SETTINGS, "keys": f"{FEW_KEYS} distinct, uniform"},
-))
+
+def _keys_text(keys: int) -> str:
+    return f"{keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}"
+
+
+def _map_case(name: str, keys: int) -> None:
+    register(Case(
+        name=name, group=GROUP, description=f"{_MAP_DESC}; {_keys_text(keys)}",
+        setup=_keyed_input(keys), ours=_ours_map, native=_native_map,
+        native_name="applyInPandas", natives=keyed_row_natives, baseline_in_headline=False,
+        bar=3.0, rows=2_000_000, partitions=4, spark_conf=_CONF,
+        ours_node="FullWindowKeyedMapPartition", native_node="FlatMapGroupsInPandas",
+        floors=_FLOORS, settings={**_MAP_SETTINGS, "keys": f"{keys:,} distinct, uniform"},
+    ))
+
+
+_map_case("keyed_map_partition", MANY_KEYS)
+_map_case("keyed_map_partition_few_keys", FEW_KEYS)
 
 
 # ---- keyed mapPartitionInArrow (vectorized) vs applyInPandas, few large keys --------------
@@ -146,8 +145,8 @@ def _arrow_case(name: str, keys: int, bar: float) -> None:
                      "them), @arrow_udtf over asTable().partitionBy('k') and applyInPandas(g); "
                      "per key, f sums x with pyarrow.compute batch by batch and counts rows, "
                      "the native forms do the same on their input, g as in keyed_map_partition; "
-                     f"{keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}"),
-        setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys)),
+                     f"{_keys_text(keys)}"),
+        setup=_keyed_input(keys),
         ours=_ours_map_arrow, native=_native_map, native_name="applyInPandas",
         natives=keyed_arrow_natives, baseline_in_headline=False, baseline_stands_in=False,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
@@ -197,8 +196,8 @@ _PANDAS_SETTINGS = {**_MAP_SETTINGS,
 def _pandas_case(name: str, keys: int, bar: float) -> None:
     register(Case(
         name=name, group=GROUP,
-        description=f"{_PANDAS_DESC}; {keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}",
-        setup=lambda spark, scale: parquet_input(spark, scale, f"keyed-k{keys}", _columns(keys)),
+        description=f"{_PANDAS_DESC}; {_keys_text(keys)}",
+        setup=_keyed_input(keys),
         ours=_ours_map_pandas, native=_native_map, native_name="applyInPandas",
         natives=keyed_pandas_natives,
         bar=bar, rows=2_000_000, partitions=4, spark_conf=_CONF,
@@ -323,7 +322,7 @@ def _cogroup_pandas_case(name: str, keys: int, bar: float, bar_note: str) -> Non
                      ".applyInPandas(f) vs a.groupBy('k').cogroup(b.groupBy('k')).applyInPandas(g); "
                      "per key, f counts rows and sums x frame by frame over each side's frames, "
                      "g takes len() and ['x'].sum() of the two pandas DataFrames; "
-                     f"{keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}, right side half "
+                     f"{_keys_text(keys)}, right side half "
                      "the rows of the left"),
         setup=lambda spark, scale: _cogroup_inputs(spark, scale, keys),
         ours=_ours_cogroup_pandas, native=_native_cogroup,
@@ -431,7 +430,7 @@ def _cogroup_arrow_case(name: str, keys: int, bar: float) -> None:
                      ".applyInArrow(f) vs a.groupBy('k').cogroup(b.groupBy('k')).applyInArrow(g) "
                      "where the line has it, and applyInPandas; per key, f counts rows and sums x "
                      "batch by batch over each side's batches, g takes num_rows and pc.sum(x) of "
-                     f"the two Tables; {keys:,} {'keys' if keys > FEW_KEYS else 'large keys'}, "
+                     f"the two Tables; {_keys_text(keys)}, "
                      "right side half the rows of the left"),
         setup=lambda spark, scale: _cogroup_inputs(spark, scale, keys),
         ours=_ours_cogroup_arrow, native=_native_cogroup,
