@@ -1,0 +1,176 @@
+"""Recovery from Spark Connect clients, with real processes: a server started with fullwindow's
+launcher (``python -m fullwindow.server``: recovery's Python runtime beside the server's JVM)
+is SIGKILLed midway through a client's job and started again; the client program's next run
+resumes (output exact, finished partitions not run again). Sessions of one server keep their
+jobs apart: the same job id from a second session is refused while the first runs it, and
+taken over once that session is closed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import RecoveryJob, parquet_rows
+from server import ConnectServer, clean_env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JOB = os.path.join(ROOT, "tests", "recovery_job.py")
+PARTS = {0, 1, 2, 3}
+
+
+def _reference() -> list[tuple]:
+    """What tests/recovery_job.py writes: per k of id % 13 over range(4000) with v = 2 id,
+    the count and total of v, and k again."""
+    acc: dict[int, list[int]] = {}
+    for i in range(4000):
+        n_t = acc.setdefault(i % 13, [0, 0])
+        n_t[0] += 1
+        n_t[1] += 2 * i
+    return sorted((k, n, t, k) for k, (n, t) in acc.items())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    ctl = str(tmp_path_factory.mktemp("ctl"))
+    s = ConnectServer(launcher=True, env={"FW_CTL": ctl},
+                      conf={"spark.sql.shuffle.partitions": "4"})
+    s.ctl = ctl
+    s.start()
+    yield s
+    s.cleanup()
+
+
+class ConnectJob(RecoveryJob):
+    """tests/recovery_job.py as a client of ``server``."""
+
+    script = JOB
+
+    def __init__(self, base, name: str, server: ConnectServer):
+        super().__init__(base, name)
+        self.server = server
+
+    def env(self, run: str, slow: float, variant: str, **options) -> dict:
+        env = clean_env(**{k: v for k, v in super().env(run, slow, variant, **options).items()
+                           if k not in ("SPARK_REMOTE",)})
+        env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
+        return env
+
+    def fingerprints(self) -> tuple[str | None, str | None]:
+        a = b = None
+        for e in self.events():
+            if e["type"] == "vertexInitialized" and e["operator"] != "shuffle input":
+                if e["inputs"]:
+                    b = e["fingerprint"]
+                else:
+                    a = e["fingerprint"]
+        return a, b
+
+    def ran(self, stage: str, run: str) -> list[int]:
+        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
+                      if n.startswith(stage + "-") and n.split("-")[2] == run)
+
+
+def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
+    job = ConnectJob(tmp_path, "connect-midway", server)
+    client = job.start("r1", slow=1.5)
+    deadline = time.time() + 240
+    while time.time() < deadline and not job.finished(job.fingerprints()[1]):
+        assert client.poll() is None, open(job._log("r1")).read()[-3000:]
+        time.sleep(0.1)
+    server.kill()  # the driver crashes (launcher, JVM and workers: one process group)
+    a, b = job.fingerprints()
+    done_b = job.finished(b)
+    assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
+    # the client outlives its server: its running action fails, it does not finish the job
+    try:
+        client.wait(60)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        client.wait(30)
+    assert "JOB DONE" not in open(job._log("r1")).read()
+    server.restart()
+    job.run("r2")
+    assert job.output() == _reference()
+    assert job.ran("A", "r2") == []  # A wholly recovered: nothing upstream of it ran
+    assert job.ran("B", "r2") == sorted(PARTS - done_b)
+    # each run's first record names the Connect session that ran it
+    from fullwindow.recovery.eventstore import decode_records
+
+    seg_dir = os.path.join(job.dir, job.name, "events")
+    firsts = [decode_records(open(os.path.join(seg_dir, n), "rb").read())[0][0]
+              for n in sorted(os.listdir(seg_dir))]
+    assert [e["type"] for e in firsts] == ["runStarted"] * 2
+    assert all(e.get("connectSession") for e in firsts)
+    assert firsts[0]["connectSession"] != firsts[1]["connectSession"]
+    # the status tool reads a Connect job's directory like any other
+    out = subprocess.run([sys.executable, "-m", "fullwindow.recovery", "verify", "--dir",
+                          job.dir, "--job-id", job.name, "--json"], capture_output=True,
+                         text=True, env=clean_env(), cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ops = {o["fingerprint"]: o for o in json.loads(out.stdout)["operations"]}
+    assert ops[a]["committed"] == ops[b]["committed"] == 4 and ops[b]["intact"]
+
+
+def _session(url: str, conf: dict):
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(url).create()
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    return spark
+
+
+def _conf(directory: str, job_id: str) -> dict:
+    return {"spark.fullwindow.recovery.enabled": "true",
+            "spark.fullwindow.recovery.dir": directory,
+            "spark.fullwindow.recovery.jobId": job_id}
+
+
+def _op(spark):
+    import fullwindow  # noqa: F401 - the DataFrame methods
+
+    return spark.range(0, 40, 1, 2).fullWindowPartition().mapPartition(
+        lambda rows: [(sum(1 for _ in rows),)], "n long")
+
+
+def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
+    from fullwindow import recovery
+    from fullwindow.recovery import RecoveryConflictError
+
+    d = str(tmp_path / "recovery")
+    one = _session(server.url, _conf(d, "shared"))
+    two = _session(server.url, _conf(d, "shared"))
+    other = _session(server.url, _conf(d, "other"))
+    try:
+        assert sorted(r.n for r in _op(one).collect()) == [20, 20]
+        with pytest.raises(RecoveryConflictError, match=r"run by Spark Connect session "
+                                                        + one.client._session_id):
+            _op(two)
+        # another job id in another session: a job of its own, beside the first
+        assert sorted(r.n for r in _op(other).collect()) == [20, 20]
+        recovery.flush(other)
+        assert recovery.status(d, "other", other)["operations"][0]["committed"] == 2
+        with pytest.raises(RecoveryConflictError):
+            recovery.cleanup(two)  # not while the first session runs it
+        one.stop()  # the first session ends: the second takes the job over and reads it back
+        deadline = time.time() + 30
+        while True:
+            try:
+                out = _op(two)
+                break
+            except RecoveryConflictError:
+                assert time.time() < deadline, "the closed session's job was not released"
+                time.sleep(0.5)
+        assert "FullWindowRecoveredScan" in out._explain_string(mode="simple")
+        assert sorted(r.n for r in out.collect()) == [20, 20]
+        assert recovery.cleanup(two) is True and not os.path.exists(os.path.join(d, "shared"))
+    finally:
+        for s in (one, two, other):
+            try:
+                s.stop()
+            except Exception:  # noqa: BLE001
+                pass
