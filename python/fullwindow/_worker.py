@@ -68,7 +68,8 @@ def _tune_worker_gc() -> None:
     untracks those), so with the default thresholds (700, 10, 10) the collector runs every 700
     records, and each full collection walked every long-lived object of the worker again
     (pyspark, pyarrow, pandas: some 75,000). So, measured with
-    benchmarks/experiments/python_worker_profile.py (see benchmarks/notes/partition.md):
+    a profile script since removed (`git show 867a0e0:benchmarks/experiments/python_worker_profile.py`;
+    findings in benchmarks/notes/partition.md):
 
     - the objects alive now are left out of all later collections (``gc.freeze()``, after a
       full collection so that nothing already garbage is kept): about 30% less Python CPU

@@ -24,7 +24,7 @@ def test_a_connect_dataframe_goes_to_the_connect_backend(df):
     assert "FullWindowSortPartition" in out._explain_string(mode="simple")
 
 
-def test_recovery_on_a_local_connect_session(spark, df, tmp_path):
+def test_recovery_on_a_local_connect_session(spark, tmp_path):
     """remote="local[N]" runs the server in this process's JVM: this process is its recovery
     runtime. An operation commits; the job, closed and opened again as a new driver would,
     reads it back; status and the error kinds come through the server."""
@@ -35,6 +35,7 @@ def test_recovery_on_a_local_connect_session(spark, df, tmp_path):
     conf = {"spark.fullwindow.recovery.enabled": "true",
             "spark.fullwindow.recovery.dir": str(tmp_path),
             "spark.fullwindow.recovery.jobId": "connect-job"}
+    df = spark.range(0, 40, 1, 4).selectExpr("id % 5 AS k", "id AS v")
     for k, v in conf.items():
         spark.conf.set(k, v)
     try:

@@ -1,8 +1,9 @@
 """The Spark Connect smoke suite dev/test runs on every Spark line besides the default one (whose
 whole Connect suite, tests/connect, runs), in that line's venv with the wheel installed: each
 operation once from a Spark Connect client (non-keyed, keyed in BATCH and STREAMING mode,
-coGroup, the SQL hint), operator metrics, error mappings, and a real Connect server process
-without fullwindow's plugin. It asserts results and plans, so a line whose plugin, generated
+coGroup, the SQL hint), operator metrics, error mappings, recovery (a local Connect session, and
+a real server started with fullwindow's launcher, killed midway and resumed), and a real Connect
+server process without fullwindow's plugin. It asserts results and plans, so a line whose plugin, generated
 protobuf code or Connect client internals do not fit fails here."""
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ from test_smoke import (df, test_aggregate_reduce_and_process, test_cogroup,  # 
                         test_pandas_forms,
                         test_pandas_frames_and_results_are_this_lines_applyInPandas,
                         test_sort_partition, test_sql_hint)
+# recovery from Connect clients: on the local Connect session, and a launcher-started server of
+# this line (python -m fullwindow.server) killed midway through a client's job
+from test_connect_only import test_recovery_on_a_local_connect_session  # noqa: F401
+from test_connect_recovery import (server,  # noqa: F401
+                                   test_a_job_resumes_after_its_connect_server_is_killed)
 
 EOS = EndOfStreamWindows.get()
 
@@ -95,12 +101,6 @@ def test_error_mappings(spark, df):
     with pytest.raises(PythonException) as e:
         df.fullWindowPartition().mapPartition(explode, "v long").collect()
     assert "KeyError: 'bad record 7'" in str(e.value) and "in explode" in str(e.value)
-    spark.conf.set("spark.fullwindow.recovery.enabled", "true")
-    try:
-        with pytest.raises(ConfigurationError, match="needs a classic SparkSession"):
-            df.fullWindowPartition().sortPartition("v")
-    finally:
-        spark.conf.unset("spark.fullwindow.recovery.enabled")
 
 
 CLIENT = """

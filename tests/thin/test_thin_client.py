@@ -58,3 +58,51 @@ def test_setup_error_names_the_jar_without_a_local_path():
     message = str(setup_error_for_connect())
     assert os.path.basename(fullwindow.jar_path()) in message
     assert fullwindow.jar_path() not in message and "local[2]" not in message, message
+
+
+def test_recovery_from_a_thin_client(server_url, tmp_path):
+    """The server, started with fullwindow's launcher, runs recovery for a thin client: an
+    operation commits; a later session with the same job id (the program run again) reads it
+    back instead of running it; status comes through the server."""
+    from pyspark.sql import SparkSession
+
+    from fullwindow import recovery
+
+    conf = {"spark.fullwindow.recovery.enabled": "true",
+            "spark.fullwindow.recovery.dir": str(tmp_path),
+            "spark.fullwindow.recovery.jobId": "thin-job"}
+    url = server_url
+    expected = [(k, 35 + k) for k in range(5)]
+
+    def run(session):
+        for k, v in conf.items():
+            session.conf.set(k, v)
+        out = session.range(0, 40, 1, 4).selectExpr("id % 5 AS k", "id AS v").keyBy("k") \
+            .fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b)
+        return out, sorted(tuple(r) for r in out.collect())
+
+    first = SparkSession.builder.remote(url).create()
+    out, rows = run(first)
+    assert rows == expected
+    recovery.flush(first)
+    [op] = [o for o in recovery.status(str(tmp_path), "thin-job", first)["operations"]
+            if o["operation"] != "shuffle input"]
+    assert op["committed"] == op["partitions"] and op["intact"]
+    first.stop()  # the program ends: its session's job is closed on the server
+    second = SparkSession.builder.remote(url).create()
+    try:
+        import time
+
+        deadline = time.time() + 30
+        while True:
+            try:
+                out, rows = run(second)
+                break
+            except recovery.RecoveryConflictError:
+                assert time.time() < deadline
+                time.sleep(0.5)
+        assert rows == expected
+        assert "FullWindowRecoveredScan" in out._explain_string(mode="simple")
+        assert recovery.cleanup(second) is True
+    finally:
+        second.stop()

@@ -35,7 +35,7 @@ case class FullWindowCommit(
   // It writes every column of every row, whatever its parent reads: without this, column pruning
   // (Spark's rule for nodes that pass their child's output through) would put a Project under
   // it for a parent that reads fewer columns (a count), and commit rows of the wrong shape.
-  override def references: AttributeSet = child.outputSet
+  override lazy val references: AttributeSet = child.outputSet
 
   override def simpleString(maxFields: Int): String = s"FullWindowCommit $operationName $fingerprint"
 
