@@ -101,6 +101,10 @@ def _rows(seed: int, nparts: int, per_part: int) -> list[list[tuple]]:
 def _parquet(spark, path, parts, schema=SCHEMA):
     """Writes one Parquet file per part (rows in order) and reads it back: a columnar scan."""
     sc = spark.sparkContext
+    # ancient dates and timestamps as they are (3.5's default refuses to write them)
+    for conf in ("datetimeRebaseModeInWrite", "datetimeRebaseModeInRead",
+                 "int96RebaseModeInWrite", "int96RebaseModeInRead"):
+        spark.conf.set(f"spark.sql.parquet.{conf}", "CORRECTED")
     rdd = sc.parallelize(range(len(parts)), len(parts)).flatMap(lambda i: parts[i])
     spark.createDataFrame(rdd, schema).write.mode("overwrite").parquet(path)
     return spark.read.parquet(path)
