@@ -6,9 +6,9 @@ all fixed-width primitives, each partition's batches are copied into columns and
 Checked here: the plan and the metrics say it ran; each partition's rows and order equal
 sortWithinPartitions' on the same input over every primitive type, direction and null ordering,
 with NaN, -0.0, infinities and the extremes of each type, on one, two and three keys; equal keys
-keep their input order; a string column or key keeps the row sort; the switch turns it off; and a
-partition larger than the execution memory falls back to the row sorter and still comes out
-exact."""
+keep their input order; a string column or key keeps the row sort; the switch turns it off; a
+partition larger than the execution memory is sorted in runs spilled to disk and merged, still
+exact and stable; and rows too wide for any run fall back to the row sorter."""
 from __future__ import annotations
 
 import datetime as dt
@@ -225,22 +225,75 @@ def test_switch_turns_it_off(spark, data):
     assert_like_native(data, [("l", "desc"), ("dbl", "asc")])
 
 
-FALLBACK_ROWS = 1_200_000
+# A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage.
+SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
+RUN_ROWS = 600_000
 
 
-def test_partition_larger_than_memory_falls_back_to_the_row_sorter(tmp_path):
-    # a pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB shared by 2 tasks, against partitions
-    # of 600,000 rows x 2 longs (9.6 MB of columns, 19 MB more of sort array): the columnar
-    # sort is refused memory, dumps what it holds and hands everything to the row sorter
-    spark = get_session({"spark.memory.fraction": "0.01"})
-    path = str(tmp_path / "big")
+@pytest.fixture(scope="module")
+def small_memory(tmp_path_factory):
+    spark = get_session(SMALL_MEMORY)
+    path = str(tmp_path_factory.mktemp("columnar_runs") / "runs")
+    h = F.xxhash64("id")
+    spark.range(0, RUN_ROWS, 1, 2).select(
+        "id",
+        F.when(F.col("id") % 17 == 0, None).otherwise(h).alias("l"),  # full range, nulls
+        F.when(F.col("id") % 13 == 0, None).otherwise((h % 50).cast("int")).alias("i"),
+        F.when(F.col("id") % 19 == 0, None).when(F.col("id") % 11 == 0, F.lit(float("nan")))
+        .when(F.col("id") % 7 == 0, F.lit(-0.0)).otherwise((h % 100) / 7.0).alias("dbl"),
+        (h % 2 == 0).alias("b"),
+    ).write.parquet(path)
+    return spark, spark.read.parquet(path)
+
+
+@pytest.mark.parametrize("spec", [
+    [("l", "desc_nulls_first")],
+    [("i", "asc"), ("dbl", "desc")],
+    [("b", "asc_nulls_last"), ("dbl", "asc"), ("i", "desc")],
+])
+def test_partition_larger_than_memory_sorts_in_runs(small_memory, spec):
+    # each chunk of 65,536 rows reserves 4.7 MB (5 longs and the sort array's 32 bytes a row):
+    # 300,000 rows a partition do not fit a task's share, so sorted runs go to disk and are
+    # merged; the result is still exactly sortWithinPartitions'
+    _, df = small_memory
+    ours = assert_like_native(df, spec)
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+    assert m["FullWindowSortPartition.spillSize"] > 0, m
+    assert m["FullWindowSortPartition.numOutputRows"] == RUN_ROWS, m
+
+
+def test_equal_keys_keep_input_order_across_runs(small_memory):
+    _, df = small_memory
+    read = partitions(df)
+    ours = df.fullWindowPartition().sortPartition([("i", Order.ASCENDING)])
+    for part, before in zip(partitions(ours), read):
+        position = {r[0]: i for i, r in enumerate(before)}
+        by_key: dict = {}
+        for r in part:
+            by_key.setdefault(r[2], []).append(position[r[0]])
+        for positions in by_key.values():
+            assert positions == sorted(positions)
+    assert fullwindow.operator_metrics(ours)["FullWindowSortPartition.columnarRuns"] >= 2
+
+
+FALLBACK_ROWS = 100_000
+
+
+def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_path):
+    # 40 long columns: one chunk of rows would need 23 MB, more than the whole pool, so the
+    # partition goes to the row sorter (which spills as sortWithinPartitions does)
+    spark, _ = small_memory
+    path = str(tmp_path / "wide")
     spark.range(0, FALLBACK_ROWS, 1, 2).select(
-        ((F.col("id") * 2654435761) % 1000003).alias("k"), F.col("id").alias("v")
+        ((F.col("id") * 2654435761) % 1000003).alias("k"),
+        *[(F.col("id") + j).alias(f"v{j}") for j in range(39)],
     ).write.parquet(path)
     df = spark.read.parquet(path)
     ours = df.fullWindowPartition().sortPartition([("k", Order.DESCENDING)])
     assert "columnar=true" in executed_plan(ours)
-    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v) for r in it]]).collect()
+    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v0) for r in it]]).collect()
     assert sum(len(p) for p in got) == FALLBACK_ROWS
     for p in got:
         keys = [k for k, _ in p]
@@ -248,5 +301,4 @@ def test_partition_larger_than_memory_falls_back_to_the_row_sorter(tmp_path):
     assert sorted(v for p in got for _, v in p) == list(range(FALLBACK_ROWS))
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
-    assert m["FullWindowSortPartition.spillSize"] > 0, m
     assert m["FullWindowSortPartition.numOutputRows"] == FALLBACK_ROWS, m

@@ -78,10 +78,13 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
- * When memory is refused (a batch, or the sort array), append / sort return false and the caller
- * falls back to the row sorter: dump() writes what is held to a local temp file (through the
- * serializer manager: spill compression and encryption apply) and frees the memory, replay()
- * feeds those rows, in input order, to the row sorter.
+ * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
+ * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
+ * them to a local temp file as a run (blocks of rows, column by column, through the serializer
+ * manager: spill compression and encryption apply) and frees their memory; sortedRows() merges
+ * the runs and the rows held by their keys (equal keys: the earlier run first, so the order stays
+ * stable). When append is refused with nothing held, the caller falls back to the row sorter:
+ * dump() writes what is held to disk in input order and replay() feeds every row on disk to it.
  *
  * This consumer never spills on request (spill returns 0): another consumer of the same task
  * that needs memory spills its own.
@@ -108,12 +111,14 @@ final class ColumnarSorter(
   private var held = 0L
   private var peak = 0L
   private var sortArray: Array[Long] = _
-  private var dumpFile: File = _
-  private var dumpBlock: BlockId = _
-  private var dumpedRows = 0L
+  private val runs = new ArrayBuffer[RunFile]
+  private val reading = new ArrayBuffer[FileRun]
+  private var spilledBytes = 0L
 
   def numRows: Long = n
   def peakMemory: Long = peak
+  def numRuns: Int = runs.length
+  def bytesSpilled: Long = spilledBytes
 
   override def spill(size: Long, trigger: MemoryConsumer): Long = 0L
 
@@ -136,7 +141,8 @@ final class ColumnarSorter(
     val firstChunk = (n >>> ChunkBits).toInt
     val lastChunk = ((n + m - 1) >>> ChunkBits).toInt
     val newChunks = math.max(0, lastChunk + 1 - values(0).length)
-    var need = newChunks.toLong * numCols * ChunkRows * 8L
+    // each chunk's rows: a long per column, and their four longs of the sort array
+    var need = newChunks.toLong * ChunkRows * (numCols * 8L + 32L)
     var c = 0
     while (c < numCols) {
       if (batch.column(c).hasNull) {
@@ -148,6 +154,7 @@ final class ColumnarSorter(
       }
       c += 1
     }
+    if (lastChunk.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
     if (need > 0 && !reserve(need)) return false
     c = 0
     while (c < numCols) {
@@ -285,13 +292,11 @@ final class ColumnarSorter(
     }
   }
 
-  /** Sorts what was appended; false (nothing changed) when memory for the sort is refused. */
-  def sort(): Boolean = {
-    if (4L * n > Int.MaxValue - 16) return false
-    if (n > 0 && !reserve(32L * n)) return false
+  /** Sorts what was appended, in the memory append reserved for it. */
+  def sort(): Unit = {
     val a = new Array[Long]((4 * n).toInt)
     sortArray = a
-    if (n == 0) return true
+    if (n == 0) return
     val all = words()
     // group consecutive words into packs of at most 64 bits, from the least significant end
     val packs = new ArrayBuffer[Seq[Word]]
@@ -315,33 +320,86 @@ final class ColumnarSorter(
       j = 0
       while (j < rows) { a(2 * j + 1) = 0L; j += 1 }
     }
-    true
   }
 
-  /** The sorted rows (after sort()), written into one reused UnsafeRow; frees at the end. */
-  def sortedRows(): Iterator[UnsafeRow] = new Iterator[UnsafeRow] {
-    private val writer = new UnsafeRowWriter(numCols)
-    private var j = 0L
-    override def hasNext: Boolean = {
-      val more = j < n
-      if (!more) free()
-      more
-    }
-    override def next(): UnsafeRow = {
-      val row = sortArray((2 * j).toInt)
+  /** The rows held, in sorted order (after sort()), as a source of rows. */
+  private final class MemoryRun(val run: Int) extends RowSource {
+    private var j = -1L
+    private var row = 0L
+    def advance(): Boolean = {
       j += 1
-      writeRow(writer, row)
+      if (j < n) { row = sortArray((2 * j).toInt); true } else false
+    }
+    def value(c: Int): Long = ColumnarSorter.this.value(c, row)
+    def isNull(c: Int): Boolean = ColumnarSorter.this.isNull(c, row)
+  }
+
+  /**
+   * The sorted rows (after sort()), written into one reused UnsafeRow: the rows held, merged with
+   * the runs spilled before when there are any. Frees everything at the end.
+   */
+  def sortedRows(): Iterator[UnsafeRow] = {
+    val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
+    val writer = new UnsafeRowWriter(numCols)
+    if (sources.length == 1) {
+      val only = sources.head
+      new Iterator[UnsafeRow] {
+        private var ready = only.advance()
+        override def hasNext: Boolean = { if (!ready) free(); ready }
+        override def next(): UnsafeRow = {
+          val row = writeRow(writer, only)
+          ready = only.advance()
+          row
+        }
+      }
+    } else {
+      // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
+      val heap = new java.util.PriorityQueue[RowSource](sources.length, new java.util.Comparator[RowSource] {
+        override def compare(x: RowSource, y: RowSource): Int = {
+          val c = compareKeys(x, y)
+          if (c != 0) c else Integer.compare(x.run, y.run)
+        }
+      })
+      sources.foreach(s => if (s.advance()) heap.add(s))
+      new Iterator[UnsafeRow] {
+        override def hasNext: Boolean = { val more = !heap.isEmpty; if (!more) free(); more }
+        override def next(): UnsafeRow = {
+          val top = heap.poll()
+          val row = writeRow(writer, top)
+          if (top.advance()) heap.add(top)
+          row
+        }
+      }
     }
   }
 
-  private def writeRow(writer: UnsafeRowWriter, row: Long): UnsafeRow = {
+  /** Compares the keys of two sources' current rows as the sort orders them. */
+  private def compareKeys(x: RowSource, y: RowSource): Int = {
+    var k = 0
+    while (k < keyCols.length) {
+      val c = keyCols(k)
+      val nx = x.isNull(c)
+      val ny = y.isNull(c)
+      if (nx || ny) {
+        if (!(nx && ny)) return if (nx == keyNullsFirst(k)) -1 else 1
+      } else {
+        val t = types(c)
+        val cmp = java.lang.Long.compareUnsigned(baseWord(t, x.value(c)), baseWord(t, y.value(c)))
+        if (cmp != 0) return if (keyDesc(k)) -cmp else cmp
+      }
+      k += 1
+    }
+    0
+  }
+
+  private def writeRow(writer: UnsafeRowWriter, src: RowSource): UnsafeRow = {
     writer.reset()
     writer.zeroOutNullBytes()
     var c = 0
     while (c < numCols) {
-      if (isNull(c, row)) writer.setNullAt(c)
+      if (src.isNull(c)) writer.setNullAt(c)
       else {
-        val v = value(c, row)
+        val v = src.value(c)
         (types(c): @annotation.switch) match {
           case Bool => writer.write(c, v != 0L)
           case Byte8 => writer.write(c, v.toByte)
@@ -357,94 +415,116 @@ final class ColumnarSorter(
     writer.getRow
   }
 
+  // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
+
+  private val BlockRows = 4096
+
   /**
-   * Writes the rows held to a local temp file and frees their memory (before the row sorter of a
-   * fallback needs it); returns the bytes written.
+   * Sorts the rows held, writes them as a run to a local temp file and frees their memory, so
+   * that appending can go on (a run is merged with the others on output).
    */
-  def dump(): Long = {
+  def spillRun(): Unit = {
+    sort()
+    writeRun(j => sortArray((2 * j).toInt))
+  }
+
+  /**
+   * Writes the rows held, in input order, to a local temp file and frees their memory, before
+   * the row sorter of a fallback needs it; replay() reads them back with the runs.
+   */
+  def dump(): Unit = writeRun(j => j)
+
+  private def writeRun(rowAt: Long => Long): Unit = {
     val env = SparkEnv.get
     val (block, file) = env.blockManager.diskBlockManager.createTempLocalBlock()
-    dumpBlock = block
-    dumpFile = file
+    runs += RunFile(block, file)
     val out = new DataOutputStream(new BufferedOutputStream(
       env.serializerManager.wrapStream(block, new FileOutputStream(file)), 1 << 16))
-    val bytes = new Array[Byte](ChunkRows * 8)
+    val bytes = new Array[Byte](BlockRows * 8)
+    val vals = new Array[Long](BlockRows)
     try {
-      var ch = 0
-      while (ch.toLong * ChunkRows < n) {
-        val rows = math.min(ChunkRows.toLong, n - ch.toLong * ChunkRows).toInt
+      var j = 0L
+      while (j < n) {
+        val rows = math.min(BlockRows.toLong, n - j).toInt
+        out.writeInt(rows)
         var c = 0
         while (c < numCols) {
-          val nb = if (ch < nulls(c).length) nulls(c)(ch) else null
-          out.writeBoolean(nb != null)
-          if (nb != null) {
-            var i = 0
-            while (i < rows) { bytes(i) = if (nb(i)) 1 else 0; i += 1 }
+          var i = 0
+          if (colHasNull(c)) {
+            out.writeBoolean(true)
+            while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
             out.write(bytes, 0, rows)
-          }
-          Platform.copyMemory(values(c)(ch), Platform.LONG_ARRAY_OFFSET, bytes,
-            Platform.BYTE_ARRAY_OFFSET, rows * 8L)
+          } else out.writeBoolean(false)
+          i = 0
+          while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
+          Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
+            rows * 8L)
           out.write(bytes, 0, rows * 8)
           c += 1
         }
-        ch += 1
+        j += rows
       }
+      out.writeInt(0)
     } finally out.close()
-    dumpedRows = n
     val spilled = held
     releaseColumns()
     val tm = TaskContext.get().taskMetrics()
     tm.incMemoryBytesSpilled(spilled)
     tm.incDiskBytesSpilled(file.length())
-    file.length()
+    spilledBytes += file.length()
   }
 
-  /** Feeds the dumped rows, in input order, to `insert`, then deletes the dump. */
-  def replay(insert: UnsafeRow => Unit): Unit = {
-    if (dumpFile == null) return
-    val in = new DataInputStream(new BufferedInputStream(
-      SparkEnv.get.serializerManager.wrapStream(dumpBlock, new FileInputStream(dumpFile)), 1 << 16))
-    val writer = new UnsafeRowWriter(numCols)
-    val bytes = new Array[Byte](ChunkRows * 8)
-    // one chunk at a time, in the arrays of chunk 0 (held outside the accounted memory only
-    // while being replayed: one chunk of each column)
-    val chunkValues = Array.fill(numCols)(new Array[Long](ChunkRows))
-    val chunkNulls = Array.fill(numCols)(new Array[Boolean](ChunkRows))
-    val chunkHasNull = new Array[Boolean](numCols)
-    try {
-      var done = 0L
-      while (done < dumpedRows) {
-        val rows = math.min(ChunkRows.toLong, dumpedRows - done).toInt
-        var c = 0
-        while (c < numCols) {
-          chunkHasNull(c) = in.readBoolean()
-          if (chunkHasNull(c)) {
-            in.readFully(bytes, 0, rows)
-            var i = 0
-            while (i < rows) { chunkNulls(c)(i) = bytes(i) != 0; i += 1 }
-          }
-          in.readFully(bytes, 0, rows * 8)
-          Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, chunkValues(c),
-            Platform.LONG_ARRAY_OFFSET, rows * 8L)
-          c += 1
+  /** One run file read back a block at a time (buffers outside the accounted memory: small). */
+  private final class FileRun(file: RunFile, val run: Int) extends RowSource {
+    private val in = new DataInputStream(new BufferedInputStream(
+      SparkEnv.get.serializerManager.wrapStream(file.block, new FileInputStream(file.file)), 1 << 16))
+    private val bytes = new Array[Byte](BlockRows * 8)
+    private val vals = Array.fill(numCols)(new Array[Long](BlockRows))
+    private val nuls = Array.fill(numCols)(new Array[Boolean](BlockRows))
+    private val hasNul = new Array[Boolean](numCols)
+    private var rows = 0
+    private var pos = 0
+    private var open = true
+    reading += this
+
+    def advance(): Boolean = {
+      pos += 1
+      if (pos < rows) return true
+      if (!open) return false
+      rows = in.readInt()
+      pos = 0
+      if (rows == 0) { in.close(); open = false; return false }
+      var c = 0
+      while (c < numCols) {
+        hasNul(c) = in.readBoolean()
+        if (hasNul(c)) {
+          in.readFully(bytes, 0, rows)
+          var i = 0
+          while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
         }
-        // the column arrays now stand for rows [0, rows): reuse writeRow through a view
-        values.indices.foreach { c2 =>
-          values(c2).clear(); values(c2) += chunkValues(c2)
-          nulls(c2).clear(); nulls(c2) += (if (chunkHasNull(c2)) chunkNulls(c2) else null)
-          colHasNull(c2) = chunkHasNull(c2)
-        }
-        var i = 0
-        while (i < rows) { insert(writeRow(writer, i)); i += 1 }
-        done += rows
+        in.readFully(bytes, 0, rows * 8)
+        Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
+          rows * 8L)
+        c += 1
       }
-    } finally {
-      in.close()
-      values.foreach(_.clear())
-      nulls.foreach(_.clear())
-      dumpFile.delete()
-      dumpFile = null
+      true
     }
+    def value(c: Int): Long = vals(c)(pos)
+    def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
+    def close(): Unit = if (open) { in.close(); open = false }
+  }
+
+  /** Feeds every row written to disk (runs, then the dump), run by run, to `insert`. */
+  def replay(insert: UnsafeRow => Unit): Unit = {
+    val writer = new UnsafeRowWriter(numCols)
+    runs.indices.foreach { i =>
+      val src = new FileRun(runs(i), i)
+      try {
+        while (src.advance()) insert(writeRow(writer, src))
+      } finally src.close()
+      runs(i).file.delete()
+    }
+    runs.clear()
   }
 
   private def releaseColumns(): Unit = {
@@ -459,6 +539,19 @@ final class ColumnarSorter(
   /** Frees everything (idempotent): at the end of the output and when the task completes. */
   def free(): Unit = {
     releaseColumns()
-    if (dumpFile != null) { dumpFile.delete(); dumpFile = null }
+    reading.foreach(_.close())
+    reading.clear()
+    runs.foreach(_.file.delete())
+    runs.clear()
   }
 }
+
+/** A source of rows in order, read column by column: the current row after advance(). */
+private[execution] trait RowSource {
+  def run: Int
+  def advance(): Boolean
+  def value(c: Int): Long
+  def isNull(c: Int): Boolean
+}
+
+private[execution] final case class RunFile(block: BlockId, file: File)

@@ -15,12 +15,13 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * FullWindowSortPartitionExec over Spark's ColumnarToRowExec): each partition's batches are
  * copied into columns and sorted by (key word, row index) with Spark's RadixSort, then written
  * out as UnsafeRows (ColumnarSorter). Only for columns of fixed-width primitive types and keys
- * that are columns (ColumnarSort.keyColumns). A partition whose columns or sort array cannot get
- * memory from the task's memory manager falls back to the row sorter of FullWindowSortPartitionExec
- * (spilling as it does): the rows held so far first, in input order, then the rest.
+ * that are columns (ColumnarSort.keyColumns). When the task's memory manager refuses more memory,
+ * the rows held are sorted and written to disk as a run, and the runs are merged on output. When
+ * it refuses memory with nothing held, the partition falls back to the row sorter of
+ * FullWindowSortPartitionExec (spilling as it does): the rows on disk first, then the rest.
  *
  * Prints as `FullWindowSortPartition ... columnar=true`; its metrics are the row sorter's plus
- * the partitions sorted by columns and those that fell back.
+ * the partitions sorted by columns, the runs they spilled and the partitions that fell back.
  */
 case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPlan)
   extends UnaryExecNode {
@@ -36,7 +37,8 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
     "numInputBatches" -> SQLMetrics.createMetric(sparkContext, "number of input batches"),
     "columnarSorts" -> SQLMetrics.createMetric(sparkContext, "partitions sorted by columns"),
     "rowSortFallbacks" -> SQLMetrics.createMetric(sparkContext,
-      "partitions that fell back to the row sorter"))
+      "partitions that fell back to the row sorter"),
+    "columnarRuns" -> SQLMetrics.createMetric(sparkContext, "sorted runs spilled by columns"))
 
   private val radixSortEnabled = conf.enableRadixSort
   private val packedPrefix = PackedSortPrefix.applies(sortOrder, conf)
@@ -57,28 +59,35 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
     ctx.addTaskCompletionListener[Unit](_ => sorter.free())
     var refused: ColumnarBatch = null
     var numBatches = 0L
+    var rows = 0L
     while (refused == null && batches.hasNext) {
       val b = batches.next()
       numBatches += 1
-      if (!sorter.append(b)) refused = b
+      // memory refused: the rows held become a sorted run on disk, and appending goes on;
+      // refused with nothing held: the row sorter takes over
+      if (!sorter.append(b) && (sorter.numRows == 0 || { sorter.spillRun(); !sorter.append(b) })) {
+        refused = b
+      } else rows += b.numRows()
     }
-    val start = System.nanoTime()
-    if (refused == null && sorter.sort()) {
-      val n = sorter.numRows
+    if (refused == null) {
+      val start = System.nanoTime()
+      sorter.sort()
       longMetric("numInputBatches") += numBatches
-      longMetric("numInputRows") += n
-      longMetric("numOutputRows") += n
+      longMetric("numInputRows") += rows
+      longMetric("numOutputRows") += rows
       longMetric("sortTime") += (System.nanoTime() - start) / 1000000
       longMetric("peakMemory") += sorter.peakMemory
+      longMetric("spillSize") += ctx.taskMetrics().memoryBytesSpilled - spilledBefore
       longMetric("columnarSorts") += 1
+      longMetric("columnarRuns") += sorter.numRuns
       ctx.taskMetrics().incPeakExecutionMemory(sorter.peakMemory)
       return sorter.sortedRows()
     }
     // Fallback: what is held goes to disk first (so the row sorter can have the memory), then
-    // the row sorter gets it back in input order, then the refused batch and the rest.
+    // the row sorter gets the rows on disk back, then the refused batch and the rest.
     longMetric("rowSortFallbacks") += 1
     val peakColumnar = sorter.peakMemory
-    sorter.dump()
+    if (sorter.numRows > 0) sorter.dump()
     val rowSorter = RowSorters.create(sortOrder, output, schema, radixSortEnabled, packedPrefix,
       (sortNanos, peakMemory, spilled) => {
         longMetric("sortTime") += sortNanos / 1000000
