@@ -112,6 +112,14 @@ final class ColumnarSorter(
   private var peak = 0L
   private var sortArray: Array[Long] = _
   private val runs = new ArrayBuffer[RunFile]
+  private val keyMin = new Array[Long](keyCols.length)
+  // Carry layout (set by sort): each record's first long is the one non-key column's value
+  // instead of a row index, and the keys are decoded from its word, so output reads the sort
+  // array in order and gathers nothing. Only when one pack of value words holds every key,
+  // every key is integral without nulls and there is at most one other column, without nulls.
+  private var carry = false
+  private var carryPack: Seq[Word] = Nil
+  private var carryPayload = -1
   private val reading = new ArrayBuffer[FileRun]
   private var spilledBytes = 0L
 
@@ -244,6 +252,7 @@ final class ColumnarSorter(
         i += 1
       }
       if (nonNull == 0) { min = 0L; max = 0L }
+      keyMin(k) = min
       val range = max - min
       if (!anyNull || nonNull == 0) {
         if (range != 0) out += Word(k, 0, bitWidth(range), min, max)
@@ -259,7 +268,7 @@ final class ColumnarSorter(
   }
 
   /** Adds word `w` of each record's row into the records' key slot (shifting what is there). */
-  private def addWord(a: Array[Long], w: Word): Unit = {
+  private def addWord(a: Array[Long], w: Word, sequential: Boolean): Unit = {
     val c = keyCols(w.key)
     val t = types(c)
     val desc = keyDesc(w.key)
@@ -269,7 +278,7 @@ final class ColumnarSorter(
     var j = 0L
     while (j < n) {
       val at = (2 * j).toInt
-      val row = a(at)
+      val row = if (sequential) j else a(at)
       val prev = if (shift == 0) 0L else a(at + 1) << shift
       val word = (w.kind: @annotation.switch) match {
         case 0 =>
@@ -292,10 +301,14 @@ final class ColumnarSorter(
     }
   }
 
-  /** Sorts what was appended, in the memory append reserved for it. */
-  def sort(): Unit = {
+  /**
+   * Sorts what was appended, in the memory append reserved for it; `allowCarry`: the carry
+   * layout may be used (not for a run written by row index).
+   */
+  def sort(allowCarry: Boolean = false): Unit = {
     val a = new Array[Long]((4 * n).toInt)
     sortArray = a
+    carry = false
     if (n == 0) return
     val all = words()
     // group consecutive words into packs of at most 64 bits, from the least significant end
@@ -308,17 +321,30 @@ final class ColumnarSorter(
       bits += w.width
     }
     if (cur.nonEmpty) packs += cur
+    val others = (0 until numCols).filterNot(keyCols.contains)
+    carry = allowCarry && packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
+      keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
+      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c))
+    carryPack = if (packs.isEmpty) Nil else packs.head
+    carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
     val rows = n.toInt
-    while (j < rows) { a(2 * j) = j; j += 1 }
+    if (carry && carryPayload >= 0) {
+      while (j < rows) { a(2 * j) = value(carryPayload, j); j += 1 }
+    } else {
+      while (j < rows) { a(2 * j) = j; j += 1 }
+    }
     val la = new LongArray(MemoryBlock.fromLongArray(a))
-    for (p <- packs) { // least significant first (LSD): each pass is stable
-      for (w <- p) addWord(a, w) // most significant first: each shifts what is there
+    var p = 0
+    while (p < packs.length) { // least significant first (LSD): each pass is stable
+      for (w <- packs(p)) addWord(a, w, carry) // most significant first: each shifts what is there
       val at = RadixSort.sortKeyPrefixArray(la, 0L, n, 0, 7, false, false)
       if (at != 0) System.arraycopy(a, at, a, 0, 2 * rows)
-      // clear the key slots for the next pack
-      j = 0
-      while (j < rows) { a(2 * j + 1) = 0L; j += 1 }
+      if (p < packs.length - 1) { // clear the key slots for the next pack
+        j = 0
+        while (j < rows) { a(2 * j + 1) = 0L; j += 1 }
+      }
+      p += 1
     }
   }
 
@@ -326,12 +352,32 @@ final class ColumnarSorter(
   private final class MemoryRun(val run: Int) extends RowSource {
     private var j = -1L
     private var row = 0L
+    private val decoded = new Array[Long](numCols)
+    private val pack = carryPack.reverse.toArray // least significant first
+    private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
+    if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
     def advance(): Boolean = {
       j += 1
-      if (j < n) { row = sortArray((2 * j).toInt); true } else false
+      if (j >= n) return false
+      val at = (2 * j).toInt
+      if (!carry) row = sortArray(at)
+      else {
+        if (carryPayload >= 0) decoded(carryPayload) = sortArray(at)
+        var word = sortArray(at + 1)
+        var i = 0
+        while (i < pack.length) {
+          val w = pack(i)
+          val part = if (w.width == 64) word else word & ((1L << w.width) - 1)
+          word = if (w.width == 64) 0L else word >>> w.width
+          val base = if (keyDesc(w.key)) w.max - part else part + w.min
+          decoded(keyCols(w.key)) = base ^ Long.MinValue
+          i += 1
+        }
+      }
+      true
     }
-    def value(c: Int): Long = ColumnarSorter.this.value(c, row)
-    def isNull(c: Int): Boolean = ColumnarSorter.this.isNull(c, row)
+    def value(c: Int): Long = if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
+    def isNull(c: Int): Boolean = !carry && ColumnarSorter.this.isNull(c, row)
   }
 
   /**
@@ -424,7 +470,7 @@ final class ColumnarSorter(
    * that appending can go on (a run is merged with the others on output).
    */
   def spillRun(): Unit = {
-    sort()
+    sort(allowCarry = false)
     writeRun(j => sortArray((2 * j).toInt))
   }
 

@@ -71,7 +71,7 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
     }
     if (refused == null) {
       val start = System.nanoTime()
-      sorter.sort()
+      sorter.sort(allowCarry = true)
       longMetric("numInputBatches") += numBatches
       longMetric("numInputRows") += rows
       longMetric("numOutputRows") += rows
