@@ -36,8 +36,11 @@ def _reference() -> list[tuple]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     ctl = str(tmp_path_factory.mktemp("ctl"))
+    # recovery turned on in the server's settings: its sessions inherit it (the server's own
+    # session opens no job of its own)
     s = ConnectServer(launcher=True, env={"FW_CTL": ctl},
-                      conf={"spark.sql.shuffle.partitions": "4"})
+                      conf={"spark.sql.shuffle.partitions": "4",
+                            "spark.fullwindow.recovery.enabled": "true"})
     s.ctl = ctl
     s.start()
     yield s
@@ -167,7 +170,12 @@ def test_a_job_on_hdfs_resumes_after_its_connect_server_is_killed(server, spark,
 def _session(url: str, conf: dict):
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(url).create()
+    # not with the token of this process's local Connect session (it would turn TLS on)
+    saved = {k: os.environ.pop(k) for k in _LOCAL_CONNECT_ENV if k in os.environ}
+    try:
+        spark = SparkSession.builder.remote(url).create()
+    finally:
+        os.environ.update(saved)
     for k, v in conf.items():
         spark.conf.set(k, v)
     return spark
