@@ -59,6 +59,42 @@ def test_recovery_on_a_local_connect_session(spark, tmp_path):
     assert df.fullWindowPartition().sortPartition("v").count() == 40
 
 
+def test_recovery_errors_on_a_connect_session(spark, tmp_path):
+    """Recovery's errors reach a Connect client as the classes a classic session raises: a
+    directory that cannot be written (ConfigurationError), an input that changed since the
+    job's earlier run with onInputChange=fail (RecoveryInputChangedError)."""
+    from fullwindow.recovery import RecoveryInputChangedError, _runtime
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    data = tmp_path / "input"
+    spark.range(0, 20, 1, 2).write.parquet(str(data))
+    settings = {"spark.fullwindow.recovery.enabled": "true",
+                "spark.fullwindow.recovery.dir": str(blocker / "recovery"),
+                "spark.fullwindow.recovery.jobId": "bad-dir"}
+
+    def op():
+        return spark.read.parquet(str(data)).fullWindowPartition().mapPartition(
+            lambda rows: [(sum(1 for _ in rows),)], "n long")
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        with pytest.raises(ConfigurationError, match="cannot be written"):
+            op()
+        spark.conf.set("spark.fullwindow.recovery.dir", str(tmp_path / "recovery"))
+        spark.conf.set("spark.fullwindow.recovery.jobId", "changed")
+        spark.conf.set("spark.fullwindow.recovery.onInputChange", "fail")
+        assert sum(r.n for r in op().collect()) == 20
+        _runtime.close_job(str(tmp_path / "recovery" / "changed"))  # a new run of the job
+        spark.range(20, 30, 1, 1).write.mode("append").parquet(str(data))
+        with pytest.raises(RecoveryInputChangedError, match="changed"):
+            op()
+    finally:
+        for k in list(settings) + ["spark.fullwindow.recovery.onInputChange"]:
+            spark.conf.unset(k)
+        _runtime.close_job(str(tmp_path / "recovery" / "changed"))
+
+
 @needs_connect_result_metrics()
 def test_operator_metrics_come_with_the_result(df):
     out = df.keyBy("k").fullWindowPartition().mapPartition(

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from helpers import RecoveryJob, parquet_rows
-from server import ConnectServer, clean_env
+from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB = os.path.join(ROOT, "tests", "recovery_job.py")
@@ -36,8 +36,11 @@ def _reference() -> list[tuple]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     ctl = str(tmp_path_factory.mktemp("ctl"))
+    # recovery turned on in the server's settings: its sessions inherit it (the server's own
+    # session opens no job of its own)
     s = ConnectServer(launcher=True, env={"FW_CTL": ctl},
-                      conf={"spark.sql.shuffle.partitions": "4"})
+                      conf={"spark.sql.shuffle.partitions": "4",
+                            "spark.fullwindow.recovery.enabled": "true"})
     s.ctl = ctl
     s.start()
     yield s
@@ -54,8 +57,9 @@ class ConnectJob(RecoveryJob):
         self.server = server
 
     def env(self, run: str, slow: float, variant: str, **options) -> dict:
-        env = clean_env(**{k: v for k, v in super().env(run, slow, variant, **options).items()
-                           if k not in ("SPARK_REMOTE",)})
+        # nothing of this process's local Connect session (its token turns TLS on)
+        env = {k: v for k, v in super().env(run, slow, variant, **options).items()
+               if k not in _LOCAL_CONNECT_ENV}
         env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
         return env
 
@@ -74,8 +78,10 @@ class ConnectJob(RecoveryJob):
                       if n.startswith(stage + "-") and n.split("-")[2] == run)
 
 
-def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
-    job = ConnectJob(tmp_path, "connect-midway", server)
+def _kill_and_resume(job: "ConnectJob", server: ConnectServer) -> tuple[str, str]:
+    """Runs ``job`` until B has a finished partition, SIGKILLs the server, starts it again and
+    runs the client program again: the output is exact, A (wholly committed) did not run again,
+    B ran just its unfinished partitions. Returns A's and B's fingerprints."""
     client = job.start("r1", slow=1.5)
     deadline = time.time() + 240
     while time.time() < deadline and not job.finished(job.fingerprints()[1]):
@@ -98,6 +104,12 @@ def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
     assert job.output() == _reference()
     assert job.ran("A", "r2") == []  # A wholly recovered: nothing upstream of it ran
     assert job.ran("B", "r2") == sorted(PARTS - done_b)
+    return a, b
+
+
+def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
+    job = ConnectJob(tmp_path, "connect-midway", server)
+    a, b = _kill_and_resume(job, server)
     # each run's first record names the Connect session that ran it
     from fullwindow.recovery.eventstore import decode_records
 
@@ -116,10 +128,54 @@ def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
     assert ops[a]["committed"] == ops[b]["committed"] == 4 and ops[b]["intact"]
 
 
+class HdfsConnectJob(ConnectJob):
+    """The same job with its recovery directory on a real HDFS (tests/hdfs.py); its events are
+    read with this process's classic session (the local Connect server's driver)."""
+
+    def __init__(self, base, name: str, server: ConnectServer, hdfs_uri: str, classic):
+        super().__init__(base, name, server)
+        self.dir = f"{hdfs_uri}/fw-connect-{name}"
+        self.classic = classic
+
+    def events(self) -> list[dict]:
+        import warnings
+
+        from fullwindow.recovery import job_events
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return job_events(self.dir, self.name, self.classic)
+
+
+def test_a_job_on_hdfs_resumes_after_its_connect_server_is_killed(server, spark, tmp_path):
+    from pyspark.sql.session import SparkSession as ClassicSession
+
+    from fullwindow import recovery
+    from hdfs import MiniHDFS
+
+    classic = ClassicSession._instantiatedSession  # the local Connect server's driver
+    cluster = MiniHDFS().start()
+    try:
+        job = HdfsConnectJob(tmp_path, "connect-hdfs", server, cluster.uri, classic)
+        a, b = _kill_and_resume(job, server)
+        outputs = [e["path"] for e in job.events() if e["type"] == "taskFinished"]
+        assert outputs and all(p.startswith(cluster.uri) for p in outputs)
+        ops = {o["fingerprint"]: o for o in recovery.verify(job.dir, job.name, classic)[
+            "operations"]}
+        assert ops[a]["committed"] == ops[b]["committed"] == 4 and ops[b]["intact"]
+    finally:
+        cluster.stop()
+
+
 def _session(url: str, conf: dict):
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(url).create()
+    # not with the token of this process's local Connect session (it would turn TLS on)
+    saved = {k: os.environ.pop(k) for k in _LOCAL_CONNECT_ENV if k in os.environ}
+    try:
+        spark = SparkSession.builder.remote(url).create()
+    finally:
+        os.environ.update(saved)
     for k, v in conf.items():
         spark.conf.set(k, v)
     return spark

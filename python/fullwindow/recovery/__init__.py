@@ -27,6 +27,13 @@ loses its lease or its directory cancels its Spark jobs and raises :class:`Recov
 or :class:`RecoveryConflictError`. :func:`status` and :func:`verify` (and ``python -m
 fullwindow.recovery``) show what a job directory holds.
 
+On a Spark Connect session the same runtime runs on the server: in the Python process of a
+server started with ``python -m fullwindow.server`` (or this process, for
+``fullwindow.session(remote="local[N]")``), which the server's plugin calls for each operation
+(recovery/_connect_runtime.py); the client sends the function's code digest with each operation.
+Each Connect session's job is its own, and another session of the server asking for a job id
+that a live session runs gets :class:`RecoveryConflictError`.
+
 ```python
 spark = fullwindow.session(conf={"spark.fullwindow.recovery.enabled": True,
                                  "spark.fullwindow.recovery.dir": "/data/fw-recovery",

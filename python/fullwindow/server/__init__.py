@@ -77,7 +77,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     plugins = [c for c in conf.get(PLUGIN_CONF, "").split(",") if c.strip()]
     conf[PLUGIN_CONF] = ",".join(plugins + ([] if PLUGIN_CLASS in plugins else [PLUGIN_CLASS]))
     conf = {**connect_server_conf(fullwindow.jar_path()), **conf}
-    spark = fullwindow.session(master=args.master, conf=conf, app_name=args.name)
+    from pyspark.sql import SparkSession
+
+    # the server's own session opens no recovery job (fullwindow.session would, with recovery
+    # settings in --conf): jobs belong to the clients' sessions
+    builder = SparkSession.builder.appName(args.name)
+    if args.master:
+        builder = builder.master(args.master)
+    elif "spark.master" not in conf and not os.environ.get("PYSPARK_SUBMIT_ARGS"):
+        builder = builder.master("local[*]")
+    # recovery settings here are defaults for the clients' sessions, whose jobs they are: not
+    # checked as a job of the server's own (a server-wide jobId would be one job for all)
+    recovery = {k: v for k, v in conf.items() if k.startswith("spark.fullwindow.recovery.")}
+    builder = fullwindow.configure(builder, {k: v for k, v in conf.items() if k not in recovery})
+    for k, v in recovery.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
     from fullwindow.recovery import _runtime
     from fullwindow.recovery._connect_runtime import install
 
