@@ -3,7 +3,7 @@ package fullwindow.sql
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.fullwindow.FullWindowStrategy
 import org.apache.spark.sql.fullwindow.shims.SparkShims
-import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
+import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, FullWindowColumnarRule, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
 
 /**
  * Registers fullwindow with a SparkSession:
@@ -19,5 +19,6 @@ class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
     ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))
     ext.injectPlannerStrategy(_ => FullWindowStrategy)
     ext.injectQueryStagePrepRule(_ => CommitFullWindowInputs)
+    ext.injectColumnar(_ => FullWindowColumnarRule)
   }
 }

@@ -9,6 +9,16 @@ object FullWindowConf {
   val RuntimeModeKey = "spark.fullwindow.runtimeMode"
   val ProcessingTimeAllowKey = "spark.fullwindow.processingTime.allow"
   val ProcessingTimeEndOfInputKey = "spark.fullwindow.processingTime.endOfInput"
+  /** Switch (default true) for the columnar sort of sortPartition over columnar input. */
+  val ColumnarSortKey = "spark.fullwindow.sort.columnar.enabled"
+
+  /** Whether sortPartition over columnar input with primitive keys sorts columns (default). */
+  def columnarSortEnabled(conf: SQLConf): Boolean =
+    conf.getConfString(ColumnarSortKey, "true").trim.toLowerCase(Locale.ROOT) match {
+      case "true" => true
+      case "false" => false
+      case other => throw FullWindowErrors.badConf(ColumnarSortKey, other, "true, false")
+    }
 
   object RuntimeMode extends Enumeration {
     val BATCH, STREAMING, AUTOMATIC = Value

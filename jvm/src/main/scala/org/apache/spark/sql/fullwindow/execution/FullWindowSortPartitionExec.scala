@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{CodegenSupport, SortPrefixUtils, SparkPlan, UnaryExecNode, UnsafeExternalRowSorter}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.fullwindow.FullWindowExplain
+import org.apache.spark.sql.types.StructType
 
 /**
  * Sorts each partition with Spark's spilling sorter (UnsafeExternalRowSorter): records go into
@@ -38,31 +39,8 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
   private val packedPrefix = PackedSortPrefix.applies(sortOrder, conf)
 
   /** A new sorter for one partition; public because generated code calls it. */
-  def newSorter(): FullWindowRowSorter = {
-    val pageSize = SparkEnv.get.memoryManager.pageSizeBytes
-    if (packedPrefix) {
-      return new PackedRowSorter(sortOrder.map(BindReferences.bindReference(_, output)),
-        () => RowOrdering.create(sortOrder, output), schema, pageSize, radixSortEnabled,
-        recordAfterOutput)
-    }
-    val ordering = RowOrdering.create(sortOrder, output)
-    val first = BindReferences.bindReference(sortOrder.head, output)
-    val prefix = SortPrefix(first)
-    val prefixProjection = UnsafeProjection.create(prefix :: Nil)
-    val computer = new UnsafeExternalRowSorter.PrefixComputer {
-      private val out = new UnsafeExternalRowSorter.PrefixComputer.Prefix
-      override def computePrefix(row: InternalRow): UnsafeExternalRowSorter.PrefixComputer.Prefix = {
-        val p = prefixProjection(row)
-        out.isNull = p.isNullAt(0)
-        out.value = if (out.isNull) prefix.nullValue else p.getLong(0)
-        out
-      }
-    }
-    // Radix sort only when the 64-bit prefix of a single key decides the order on its own.
-    val radix = radixSortEnabled && sortOrder.size == 1 && SortPrefixUtils.canSortFullyWithPrefix(first)
-    new SparkPrefixRowSorter(UnsafeExternalRowSorter.create(schema, ordering,
-      SortPrefixUtils.getPrefixComparator(first), computer, pageSize, radix))
-  }
+  def newSorter(): FullWindowRowSorter =
+    RowSorters.create(sortOrder, output, schema, radixSortEnabled, packedPrefix, recordAfterOutput)
 
   /** What a packed sorter's output adds once read: sorting its runs of equal prefixes. */
   private def recordAfterOutput(sortNanos: Long, peakMemory: Long, spilled: Long): Unit = {
@@ -147,6 +125,42 @@ case class FullWindowSortPartitionExec(sortOrder: Seq[SortOrder], child: SparkPl
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowSortPartitionExec =
     copy(child = newChild)
+}
+
+/** The row sorters of sortPartition, also the columnar sort's fallback. */
+object RowSorters {
+  /**
+   * A new sorter for one partition by `sortOrder` over rows of `output`: a packed prefix
+   * (PackedSortPrefix) when `packedPrefix`, else exactly SortExec's sorter. `recordAfterOutput`
+   * gets what a packed sorter adds once read (sort nanos, peak memory, spilled bytes).
+   */
+  def create(sortOrder: Seq[SortOrder], output: Seq[Attribute], schema: StructType,
+      radixSortEnabled: Boolean, packedPrefix: Boolean,
+      recordAfterOutput: (Long, Long, Long) => Unit): FullWindowRowSorter = {
+    val pageSize = SparkEnv.get.memoryManager.pageSizeBytes
+    if (packedPrefix) {
+      return new PackedRowSorter(sortOrder.map(BindReferences.bindReference(_, output)),
+        () => RowOrdering.create(sortOrder, output), schema, pageSize, radixSortEnabled,
+        recordAfterOutput)
+    }
+    val ordering = RowOrdering.create(sortOrder, output)
+    val first = BindReferences.bindReference(sortOrder.head, output)
+    val prefix = SortPrefix(first)
+    val prefixProjection = UnsafeProjection.create(prefix :: Nil)
+    val computer = new UnsafeExternalRowSorter.PrefixComputer {
+      private val out = new UnsafeExternalRowSorter.PrefixComputer.Prefix
+      override def computePrefix(row: InternalRow): UnsafeExternalRowSorter.PrefixComputer.Prefix = {
+        val p = prefixProjection(row)
+        out.isNull = p.isNullAt(0)
+        out.value = if (out.isNull) prefix.nullValue else p.getLong(0)
+        out
+      }
+    }
+    // Radix sort only when the 64-bit prefix of a single key decides the order on its own.
+    val radix = radixSortEnabled && sortOrder.size == 1 && SortPrefixUtils.canSortFullyWithPrefix(first)
+    new SparkPrefixRowSorter(UnsafeExternalRowSorter.create(schema, ordering,
+      SortPrefixUtils.getPrefixComparator(first), computer, pageSize, radix))
+  }
 }
 
 /** One partition's sorter, as doExecute and the generated code use it. */

@@ -1,0 +1,603 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, File, FileInputStream, FileOutputStream}
+
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, NullsFirst, SortOrder, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
+import org.apache.spark.storage.BlockId
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.LongArray
+import org.apache.spark.unsafe.memory.MemoryBlock
+import org.apache.spark.util.collection.unsafe.sort.RadixSort
+
+/**
+ * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every column of
+ * a fixed-width primitive type and every key a column of the input.
+ */
+object ColumnarSort {
+  // How a column is held (one long per value) and written back.
+  final val Bool = 0
+  final val Byte8 = 1
+  final val Short16 = 2
+  final val Int32 = 3   // int, date, year-month interval
+  final val Long64 = 4  // long, timestamp, timestamp_ntz, day-time interval
+  final val Float32 = 5
+  final val Double64 = 6
+
+  def typeCode(dt: DataType): Int = dt match {
+    case BooleanType => Bool
+    case ByteType => Byte8
+    case ShortType => Short16
+    case IntegerType | DateType => Int32
+    case _: YearMonthIntervalType => Int32
+    case LongType | TimestampType | TimestampNTZType => Long64
+    case _: DayTimeIntervalType => Long64
+    case FloatType => Float32
+    case DoubleType => Double64
+    case _ => -1
+  }
+
+  /** The column index of each key, when the columnar sort applies to `order` over `output`. */
+  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute]): Option[Array[Int]] = {
+    if (order.isEmpty || !output.forall(a => typeCode(a.dataType) >= 0)) return None
+    val idx = order.map { o =>
+      o.child match {
+        case a: Attribute => output.indexWhere(_.exprId == a.exprId)
+        case _ => -1
+      }
+    }
+    if (idx.forall(_ >= 0)) Some(idx.toArray) else None
+  }
+
+  /**
+   * One word of the sort: a key's value (kind 0), its value with the null slot folded in (1),
+   * or its null flag (2), spanning `width` bits; min and max of the key's base words (unsigned).
+   */
+  private[execution] final case class Word(key: Int, kind: Int, width: Int, min: Long, max: Long)
+
+  /** An unsigned word that orders doubles as Spark SQL does: -0.0 = 0.0, NaN above +Inf. */
+  @inline def doubleWord(d: Double): Long = {
+    val x = if (d == 0.0) 0.0 else d // -0.0 == 0.0; NaN != 0.0 keeps NaN
+    val bits = java.lang.Double.doubleToLongBits(x) // canonical NaN
+    bits ^ ((bits >> 63) | Long.MinValue)
+  }
+}
+
+/**
+ * One partition of the columnar sort: the input batches are copied into on-heap column chunks
+ * (one long per value, a null flag chunk where a column has nulls), accounted to the task's
+ * memory manager. sort() builds, per key, an unsigned word that folds sign, direction and null
+ * order (range-reduced by the key's min and max so several keys pack into one word where their
+ * ranges allow), and sorts (row index, word) records with Spark's RadixSort: LSD over the packed
+ * words, least significant first; each pass is stable, so equal keys keep their input order.
+ * The sorted rows are then written as UnsafeRows, gathering each column by row index.
+ *
+ * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
+ * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
+ * them to a local temp file as a run (blocks of rows, column by column, through the serializer
+ * manager: spill compression and encryption apply) and frees their memory; sortedRows() merges
+ * the runs and the rows held by their keys (equal keys: the earlier run first, so the order stays
+ * stable). When append is refused with nothing held, the caller falls back to the row sorter:
+ * dump() writes what is held to disk in input order and replay() feeds every row on disk to it.
+ *
+ * This consumer never spills on request (spill returns 0): another consumer of the same task
+ * that needs memory spills its own.
+ */
+final class ColumnarSorter(
+    types: Array[Int],
+    keyCols: Array[Int],
+    keyDesc: Array[Boolean],
+    keyNullsFirst: Array[Boolean],
+    tmm: TaskMemoryManager)
+  extends MemoryConsumer(tmm, MemoryMode.ON_HEAP) {
+
+  import ColumnarSort._
+
+  private val ChunkBits = 16
+  private val ChunkRows = 1 << ChunkBits
+  private val Mask = ChunkRows - 1L
+  private val numCols = types.length
+
+  private val values = Array.fill(numCols)(new ArrayBuffer[Array[Long]])
+  private val nulls = Array.fill(numCols)(new ArrayBuffer[Array[Boolean]])
+  private val colHasNull = new Array[Boolean](numCols)
+  private var n = 0L
+  private var held = 0L
+  private var peak = 0L
+  private var sortArray: Array[Long] = _
+  private val runs = new ArrayBuffer[RunFile]
+  private val keyMin = new Array[Long](keyCols.length)
+  // Carry layout (set by sort): each record's first long is the one non-key column's value
+  // instead of a row index, and the keys are decoded from its word, so output reads the sort
+  // array in order and gathers nothing. Only when one pack of value words holds every key,
+  // every key is integral without nulls and there is at most one other column, without nulls.
+  private var carry = false
+  private var carryPack: Seq[Word] = Nil
+  private var carryPayload = -1
+  private val reading = new ArrayBuffer[FileRun]
+  private var spilledBytes = 0L
+
+  def numRows: Long = n
+  def peakMemory: Long = peak
+  def numRuns: Int = runs.length
+  def bytesSpilled: Long = spilledBytes
+
+  override def spill(size: Long, trigger: MemoryConsumer): Long = 0L
+
+  private def reserve(bytes: Long): Boolean = {
+    val got = acquireMemory(bytes)
+    if (got < bytes) {
+      if (got > 0) freeMemory(got)
+      false
+    } else {
+      held += got
+      peak = math.max(peak, held)
+      true
+    }
+  }
+
+  /** Appends the batch's rows; false (nothing appended) when memory is refused. */
+  def append(batch: ColumnarBatch): Boolean = {
+    val m = batch.numRows()
+    if (m == 0) return true
+    val firstChunk = (n >>> ChunkBits).toInt
+    val lastChunk = ((n + m - 1) >>> ChunkBits).toInt
+    val newChunks = math.max(0, lastChunk + 1 - values(0).length)
+    // each chunk's rows: a long per column, and their four longs of the sort array
+    var need = newChunks.toLong * ChunkRows * (numCols * 8L + 32L)
+    var c = 0
+    while (c < numCols) {
+      if (batch.column(c).hasNull) {
+        var ch = firstChunk
+        while (ch <= lastChunk) {
+          if (ch >= nulls(c).length || nulls(c)(ch) == null) need += ChunkRows
+          ch += 1
+        }
+      }
+      c += 1
+    }
+    if (lastChunk.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
+    if (need > 0 && !reserve(need)) return false
+    c = 0
+    while (c < numCols) {
+      while (values(c).length <= lastChunk) values(c) += new Array[Long](ChunkRows)
+      copyColumn(batch.column(c), c, m)
+      c += 1
+    }
+    n += m
+    true
+  }
+
+  private def copyColumn(v: ColumnVector, c: Int, m: Int): Unit = {
+    val t = types(c)
+    val hasNull = v.hasNull
+    var r = 0
+    var pos = n
+    while (r < m) {
+      val ch = (pos >>> ChunkBits).toInt
+      val off = (pos & Mask).toInt
+      val len = math.min(m - r, ChunkRows - off)
+      val dst = values(c)(ch)
+      var i = 0
+      (t: @annotation.switch) match {
+        case Bool => while (i < len) { dst(off + i) = if (v.getBoolean(r + i)) 1L else 0L; i += 1 }
+        case Byte8 => while (i < len) { dst(off + i) = v.getByte(r + i).toLong; i += 1 }
+        case Short16 => while (i < len) { dst(off + i) = v.getShort(r + i).toLong; i += 1 }
+        case Int32 => while (i < len) { dst(off + i) = v.getInt(r + i).toLong; i += 1 }
+        case Long64 => while (i < len) { dst(off + i) = v.getLong(r + i); i += 1 }
+        case Float32 =>
+          while (i < len) { dst(off + i) = java.lang.Float.floatToRawIntBits(v.getFloat(r + i)).toLong; i += 1 }
+        case Double64 =>
+          while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
+      }
+      if (hasNull) {
+        while (nulls(c).length <= ch) nulls(c) += null
+        var nb = nulls(c)(ch)
+        if (nb == null) { nb = new Array[Boolean](ChunkRows); nulls(c)(ch) = nb }
+        i = 0
+        while (i < len) {
+          if (v.isNullAt(r + i)) { nb(off + i) = true; colHasNull(c) = true }
+          i += 1
+        }
+      }
+      r += len
+      pos += len
+    }
+  }
+
+  @inline private def value(c: Int, row: Long): Long =
+    values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
+
+  @inline private def isNull(c: Int, row: Long): Boolean = colHasNull(c) && {
+    val ch = (row >>> ChunkBits).toInt
+    val nb = nulls(c)
+    ch < nb.length && nb(ch) != null && nb(ch)((row & Mask).toInt)
+  }
+
+  /** The unsigned ascending base word of a key column's value. */
+  @inline private def baseWord(t: Int, v: Long): Long = (t: @annotation.switch) match {
+    case Float32 => doubleWord(java.lang.Float.intBitsToFloat(v.toInt).toDouble)
+    case Double64 => doubleWord(java.lang.Double.longBitsToDouble(v))
+    case _ => v ^ Long.MinValue
+  }
+
+  private def bitWidth(range: Long): Int = 64 - java.lang.Long.numberOfLeadingZeros(range)
+
+  /** The words of the sort, most significant first. */
+  private def words(): Seq[Word] = {
+    val out = new ArrayBuffer[Word]
+    var k = 0
+    while (k < keyCols.length) {
+      val c = keyCols(k)
+      val t = types(c)
+      var min = -1L // unsigned
+      var max = 0L
+      var nonNull = 0L
+      var anyNull = false
+      var i = 0L
+      while (i < n) {
+        if (isNull(c, i)) anyNull = true
+        else {
+          val w = baseWord(t, value(c, i))
+          if (java.lang.Long.compareUnsigned(w, min) < 0) min = w
+          if (java.lang.Long.compareUnsigned(w, max) > 0) max = w
+          nonNull += 1
+        }
+        i += 1
+      }
+      if (nonNull == 0) { min = 0L; max = 0L }
+      keyMin(k) = min
+      val range = max - min
+      if (!anyNull || nonNull == 0) {
+        if (range != 0) out += Word(k, 0, bitWidth(range), min, max)
+      } else if (range != -1L) {
+        out += Word(k, 1, bitWidth(range + 1), min, max)
+      } else {
+        out += Word(k, 2, 1, min, max)
+        out += Word(k, 0, 64, min, max)
+      }
+      k += 1
+    }
+    out.toSeq
+  }
+
+  /** Adds word `w` of each record's row into the records' key slot (shifting what is there). */
+  private def addWord(a: Array[Long], w: Word, sequential: Boolean): Unit = {
+    val c = keyCols(w.key)
+    val t = types(c)
+    val desc = keyDesc(w.key)
+    val nullsFirst = keyNullsFirst(w.key)
+    val shift = if (w.width == 64) 0 else w.width
+    val nullFolded = if (nullsFirst) 0L else w.max - w.min + 1
+    var j = 0L
+    while (j < n) {
+      val at = (2 * j).toInt
+      val row = if (sequential) j else a(at)
+      val prev = if (shift == 0) 0L else a(at + 1) << shift
+      val word = (w.kind: @annotation.switch) match {
+        case 0 =>
+          if (isNull(c, row)) 0L
+          else {
+            val b = baseWord(t, value(c, row))
+            if (desc) w.max - b else b - w.min
+          }
+        case 1 =>
+          if (isNull(c, row)) nullFolded
+          else {
+            val b = baseWord(t, value(c, row))
+            val u = if (desc) w.max - b else b - w.min
+            if (nullsFirst) u + 1 else u
+          }
+        case _ => if (isNull(c, row) == nullsFirst) 0L else 1L
+      }
+      a(at + 1) = prev | word
+      j += 1
+    }
+  }
+
+  /**
+   * Sorts what was appended, in the memory append reserved for it; `allowCarry`: the carry
+   * layout may be used (not for a run written by row index).
+   */
+  def sort(allowCarry: Boolean = false): Unit = {
+    val a = new Array[Long]((4 * n).toInt)
+    sortArray = a
+    carry = false
+    if (n == 0) return
+    val all = words()
+    // group consecutive words into packs of at most 64 bits, from the least significant end
+    val packs = new ArrayBuffer[Seq[Word]]
+    var cur = List.empty[Word]
+    var bits = 0
+    for (w <- all.reverse) {
+      if (bits + w.width > 64) { packs += cur; cur = Nil; bits = 0 }
+      cur = w :: cur
+      bits += w.width
+    }
+    if (cur.nonEmpty) packs += cur
+    val others = (0 until numCols).filterNot(keyCols.contains)
+    carry = allowCarry && packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
+      keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
+      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c))
+    carryPack = if (packs.isEmpty) Nil else packs.head
+    carryPayload = if (others.isEmpty) -1 else others.head
+    var j = 0
+    val rows = n.toInt
+    if (carry && carryPayload >= 0) {
+      while (j < rows) { a(2 * j) = value(carryPayload, j); j += 1 }
+    } else {
+      while (j < rows) { a(2 * j) = j; j += 1 }
+    }
+    val la = new LongArray(MemoryBlock.fromLongArray(a))
+    var p = 0
+    while (p < packs.length) { // least significant first (LSD): each pass is stable
+      for (w <- packs(p)) addWord(a, w, carry) // most significant first: each shifts what is there
+      val at = RadixSort.sortKeyPrefixArray(la, 0L, n, 0, 7, false, false)
+      if (at != 0) System.arraycopy(a, at, a, 0, 2 * rows)
+      if (p < packs.length - 1) { // clear the key slots for the next pack
+        j = 0
+        while (j < rows) { a(2 * j + 1) = 0L; j += 1 }
+      }
+      p += 1
+    }
+  }
+
+  /** The rows held, in sorted order (after sort()), as a source of rows. */
+  private final class MemoryRun(val run: Int) extends RowSource {
+    private var j = -1L
+    private var row = 0L
+    private val decoded = new Array[Long](numCols)
+    private val pack = carryPack.reverse.toArray // least significant first
+    private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
+    if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
+    def advance(): Boolean = {
+      j += 1
+      if (j >= n) return false
+      val at = (2 * j).toInt
+      if (!carry) row = sortArray(at)
+      else {
+        if (carryPayload >= 0) decoded(carryPayload) = sortArray(at)
+        var word = sortArray(at + 1)
+        var i = 0
+        while (i < pack.length) {
+          val w = pack(i)
+          val part = if (w.width == 64) word else word & ((1L << w.width) - 1)
+          word = if (w.width == 64) 0L else word >>> w.width
+          val base = if (keyDesc(w.key)) w.max - part else part + w.min
+          decoded(keyCols(w.key)) = base ^ Long.MinValue
+          i += 1
+        }
+      }
+      true
+    }
+    def value(c: Int): Long = if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
+    def isNull(c: Int): Boolean = !carry && ColumnarSorter.this.isNull(c, row)
+  }
+
+  /**
+   * The sorted rows (after sort()), written into one reused UnsafeRow: the rows held, merged with
+   * the runs spilled before when there are any. Frees everything at the end.
+   */
+  def sortedRows(): Iterator[UnsafeRow] = {
+    val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
+    val writer = new UnsafeRowWriter(numCols)
+    if (sources.length == 1) {
+      val only = sources.head
+      new Iterator[UnsafeRow] {
+        private var ready = only.advance()
+        override def hasNext: Boolean = { if (!ready) free(); ready }
+        override def next(): UnsafeRow = {
+          val row = writeRow(writer, only)
+          ready = only.advance()
+          row
+        }
+      }
+    } else {
+      // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
+      val heap = new java.util.PriorityQueue[RowSource](sources.length, new java.util.Comparator[RowSource] {
+        override def compare(x: RowSource, y: RowSource): Int = {
+          val c = compareKeys(x, y)
+          if (c != 0) c else Integer.compare(x.run, y.run)
+        }
+      })
+      sources.foreach(s => if (s.advance()) heap.add(s))
+      new Iterator[UnsafeRow] {
+        override def hasNext: Boolean = { val more = !heap.isEmpty; if (!more) free(); more }
+        override def next(): UnsafeRow = {
+          val top = heap.poll()
+          val row = writeRow(writer, top)
+          if (top.advance()) heap.add(top)
+          row
+        }
+      }
+    }
+  }
+
+  /** Compares the keys of two sources' current rows as the sort orders them. */
+  private def compareKeys(x: RowSource, y: RowSource): Int = {
+    var k = 0
+    while (k < keyCols.length) {
+      val c = keyCols(k)
+      val nx = x.isNull(c)
+      val ny = y.isNull(c)
+      if (nx || ny) {
+        if (!(nx && ny)) return if (nx == keyNullsFirst(k)) -1 else 1
+      } else {
+        val t = types(c)
+        val cmp = java.lang.Long.compareUnsigned(baseWord(t, x.value(c)), baseWord(t, y.value(c)))
+        if (cmp != 0) return if (keyDesc(k)) -cmp else cmp
+      }
+      k += 1
+    }
+    0
+  }
+
+  private def writeRow(writer: UnsafeRowWriter, src: RowSource): UnsafeRow = {
+    writer.reset()
+    writer.zeroOutNullBytes()
+    var c = 0
+    while (c < numCols) {
+      if (src.isNull(c)) writer.setNullAt(c)
+      else {
+        val v = src.value(c)
+        (types(c): @annotation.switch) match {
+          case Bool => writer.write(c, v != 0L)
+          case Byte8 => writer.write(c, v.toByte)
+          case Short16 => writer.write(c, v.toShort)
+          case Int32 => writer.write(c, v.toInt)
+          case Long64 => writer.write(c, v)
+          case Float32 => writer.write(c, java.lang.Float.intBitsToFloat(v.toInt))
+          case Double64 => writer.write(c, java.lang.Double.longBitsToDouble(v))
+        }
+      }
+      c += 1
+    }
+    writer.getRow
+  }
+
+  // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
+
+  private val BlockRows = 4096
+
+  /**
+   * Sorts the rows held, writes them as a run to a local temp file and frees their memory, so
+   * that appending can go on (a run is merged with the others on output).
+   */
+  def spillRun(): Unit = {
+    sort(allowCarry = false)
+    writeRun(j => sortArray((2 * j).toInt))
+  }
+
+  /**
+   * Writes the rows held, in input order, to a local temp file and frees their memory, before
+   * the row sorter of a fallback needs it; replay() reads them back with the runs.
+   */
+  def dump(): Unit = writeRun(j => j)
+
+  private def writeRun(rowAt: Long => Long): Unit = {
+    val env = SparkEnv.get
+    val (block, file) = env.blockManager.diskBlockManager.createTempLocalBlock()
+    runs += RunFile(block, file)
+    val out = new DataOutputStream(new BufferedOutputStream(
+      env.serializerManager.wrapStream(block, new FileOutputStream(file)), 1 << 16))
+    val bytes = new Array[Byte](BlockRows * 8)
+    val vals = new Array[Long](BlockRows)
+    try {
+      var j = 0L
+      while (j < n) {
+        val rows = math.min(BlockRows.toLong, n - j).toInt
+        out.writeInt(rows)
+        var c = 0
+        while (c < numCols) {
+          var i = 0
+          if (colHasNull(c)) {
+            out.writeBoolean(true)
+            while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
+            out.write(bytes, 0, rows)
+          } else out.writeBoolean(false)
+          i = 0
+          while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
+          Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
+            rows * 8L)
+          out.write(bytes, 0, rows * 8)
+          c += 1
+        }
+        j += rows
+      }
+      out.writeInt(0)
+    } finally out.close()
+    val spilled = held
+    releaseColumns()
+    val tm = TaskContext.get().taskMetrics()
+    tm.incMemoryBytesSpilled(spilled)
+    tm.incDiskBytesSpilled(file.length())
+    spilledBytes += file.length()
+  }
+
+  /** One run file read back a block at a time (buffers outside the accounted memory: small). */
+  private final class FileRun(file: RunFile, val run: Int) extends RowSource {
+    private val in = new DataInputStream(new BufferedInputStream(
+      SparkEnv.get.serializerManager.wrapStream(file.block, new FileInputStream(file.file)), 1 << 16))
+    private val bytes = new Array[Byte](BlockRows * 8)
+    private val vals = Array.fill(numCols)(new Array[Long](BlockRows))
+    private val nuls = Array.fill(numCols)(new Array[Boolean](BlockRows))
+    private val hasNul = new Array[Boolean](numCols)
+    private var rows = 0
+    private var pos = 0
+    private var open = true
+    reading += this
+
+    def advance(): Boolean = {
+      pos += 1
+      if (pos < rows) return true
+      if (!open) return false
+      rows = in.readInt()
+      pos = 0
+      if (rows == 0) { in.close(); open = false; return false }
+      var c = 0
+      while (c < numCols) {
+        hasNul(c) = in.readBoolean()
+        if (hasNul(c)) {
+          in.readFully(bytes, 0, rows)
+          var i = 0
+          while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
+        }
+        in.readFully(bytes, 0, rows * 8)
+        Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
+          rows * 8L)
+        c += 1
+      }
+      true
+    }
+    def value(c: Int): Long = vals(c)(pos)
+    def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
+    def close(): Unit = if (open) { in.close(); open = false }
+  }
+
+  /** Feeds every row written to disk (runs, then the dump), run by run, to `insert`. */
+  def replay(insert: UnsafeRow => Unit): Unit = {
+    val writer = new UnsafeRowWriter(numCols)
+    runs.indices.foreach { i =>
+      val src = new FileRun(runs(i), i)
+      try {
+        while (src.advance()) insert(writeRow(writer, src))
+      } finally src.close()
+      runs(i).file.delete()
+    }
+    runs.clear()
+  }
+
+  private def releaseColumns(): Unit = {
+    values.foreach(_.clear())
+    nulls.foreach(_.clear())
+    java.util.Arrays.fill(colHasNull, false)
+    sortArray = null
+    n = 0
+    if (held > 0) { freeMemory(held); held = 0 }
+  }
+
+  /** Frees everything (idempotent): at the end of the output and when the task completes. */
+  def free(): Unit = {
+    releaseColumns()
+    reading.foreach(_.close())
+    reading.clear()
+    runs.foreach(_.file.delete())
+    runs.clear()
+  }
+}
+
+/** A source of rows in order, read column by column: the current row after advance(). */
+private[execution] trait RowSource {
+  def run: Int
+  def advance(): Boolean
+  def value(c: Int): Long
+  def isNull(c: Int): Boolean
+}
+
+private[execution] final case class RunFile(block: BlockId, file: File)

@@ -1,0 +1,340 @@
+"""The columnar sort of sortPartition (jvm .../execution/FullWindowColumnarSortExec.scala,
+ColumnarSorter.scala): over columnar input (here the Parquet vectorized reader) whose columns are
+all fixed-width primitives, each partition's batches are copied into columns and sorted by
+(key word, row index) with Spark's RadixSort, then written out as rows.
+
+Checked here: the plan and the metrics say it ran; each partition's rows and order equal
+sortWithinPartitions' on the same input over every primitive type, direction and null ordering,
+with NaN, -0.0, infinities and the extremes of each type, on one, two and three keys; equal keys
+keep their input order; a string column or key keeps the row sort; the switch turns it off; a
+partition larger than the execution memory is sorted in runs spilled to disk and merged, still
+exact and stable; and rows too wide for any run fall back to the row sorter."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import struct
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BooleanType, ByteType, DateType, DoubleType, FloatType,
+                               IntegerType, LongType, ShortType, StructField, StructType,
+                               TimestampType)
+
+import fullwindow
+from conftest import get_session
+from fullwindow import Order
+from helpers import executed_plan, partitions
+
+KEY = "spark.fullwindow.sort.columnar.enabled"
+LMIN, LMAX = -2**63, 2**63 - 1
+
+SCHEMA = StructType([
+    StructField("id", LongType(), False),
+    StructField("b", BooleanType()),
+    StructField("y", ByteType()),
+    StructField("s", ShortType()),
+    StructField("i", IntegerType()),
+    StructField("l", LongType()),
+    StructField("l2", LongType()),
+    StructField("d", DateType()),
+    StructField("ts", TimestampType()),
+    StructField("dbl", DoubleType()),
+    StructField("f", FloatType()),
+])
+KEYS = [f.name for f in SCHEMA.fields[1:]]
+_RANGE = {"y": (-2**7, 2**7 - 1), "s": (-2**15, 2**15 - 1), "i": (-2**31, 2**31 - 1),
+          "l": (LMIN, LMAX), "l2": (LMIN, LMAX)}
+_SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.0, -1.0, 5e-324, -5e-324,
+            1.7976931348623157e308, -1.7976931348623157e308]
+
+
+def _f32(x: float) -> float:
+    if math.isfinite(x) and abs(x) > 3.4e38:
+        x = math.copysign(math.inf, x)
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _value(rnd: random.Random, col: str):
+    if rnd.random() < 0.1:
+        return None
+    if col in _RANGE:
+        lo, hi = _RANGE[col]
+        r = rnd.random()
+        if r < 0.1:
+            return rnd.choice([lo, lo + 1, hi, hi - 1, -1, 0, 1])
+        if r < 0.3:
+            return rnd.randint(lo, hi)
+        return rnd.randint(-5, 5)  # ties, so that the next key decides
+    if col == "b":
+        return rnd.random() < 0.5
+    if col == "d":
+        if rnd.random() < 0.05:
+            return rnd.choice([dt.date(1, 1, 1), dt.date(9999, 12, 31)])
+        return dt.date(2024, 1, 1) + dt.timedelta(days=rnd.randint(-5, 5))
+    if col == "ts":
+        if rnd.random() < 0.05:
+            return rnd.choice([dt.datetime(1000, 1, 1), dt.datetime(9000, 12, 31, 23, 59, 59)])
+        return dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rnd.randint(-3, 3))
+    r = rnd.random()
+    v = rnd.choice(_SPECIAL) if r < 0.3 else float(rnd.randint(-3, 3)) if r < 0.6 \
+        else rnd.gauss(0, 1) * 10 ** rnd.randint(-30, 30)
+    return _f32(v) if col == "f" else v
+
+
+def _rows(seed: int, nparts: int, per_part: int) -> list[list[tuple]]:
+    rnd = random.Random(seed)
+    parts, rid = [], 0
+    for _ in range(nparts):
+        rows = []
+        for j in range(per_part):
+            vals = {c: _value(rnd, c) for c in KEYS}
+            if j < 3:  # every partition holds the full range of l and a null in it
+                vals["l"] = [LMIN, LMAX, None][j]
+            rows.append((rid, *[vals[c] for c in KEYS]))
+            rid += 1
+        parts.append(rows)
+    return parts
+
+
+def _parquet(spark, path, parts, schema=SCHEMA):
+    """Writes one Parquet file per part (rows in order) and reads it back: a columnar scan."""
+    sc = spark.sparkContext
+    # ancient dates and timestamps as they are (3.5's default refuses to write them)
+    for conf in ("datetimeRebaseModeInWrite", "datetimeRebaseModeInRead",
+                 "int96RebaseModeInWrite", "int96RebaseModeInRead"):
+        spark.conf.set(f"spark.sql.parquet.{conf}", "CORRECTED")
+    rdd = sc.parallelize(range(len(parts)), len(parts)).flatMap(lambda i: parts[i])
+    spark.createDataFrame(rdd, schema).write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
+
+
+@pytest.fixture(scope="module")
+def data(spark, tmp_path_factory):
+    spark.conf.unset(KEY)
+    return _parquet(spark, str(tmp_path_factory.mktemp("columnar") / "prim"),
+                    _rows(seed=11, nparts=3, per_part=700))
+
+
+def _canon(parts):
+    # repr: NaN equals itself and -0.0 differs from 0.0, so the comparison is exact
+    return [[repr(r) for r in p] for p in parts]
+
+
+def _columns(spec, tie_break=True):
+    cols = [getattr(F.col(c), how)() for c, how in spec]
+    return cols + [F.col("id").asc()] if tie_break else cols
+
+
+def assert_like_native(df, spec, tie_break=True, columnar=True):
+    cols = _columns(spec, tie_break)
+    ours = df.fullWindowPartition().sortPartition(cols)
+    assert ("columnar=true" in executed_plan(ours)) == columnar, executed_plan(ours)
+    got = _canon(partitions(ours))
+    want = _canon(partitions(df.sortWithinPartitions(*cols)))
+    assert [len(p) for p in got] == [len(p) for p in want]
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"partition {i} differs from sortWithinPartitions for {spec}"
+    return ours
+
+
+def test_plan_and_metrics_show_the_columnar_sort(data):
+    out = data.fullWindowPartition().sortPartition("l")
+    plan = executed_plan(out)
+    assert "FullWindowSortPartition" in plan and "columnar=true" in plan, plan
+    assert "ColumnarToRow" not in plan, plan
+    out.collect()
+    m = fullwindow.operator_metrics(out)
+    parts = data.rdd.getNumPartitions()
+    assert m["FullWindowSortPartition.columnarSorts"] == parts, m
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+    assert m["FullWindowSortPartition.numOutputRows"] == data.count(), m
+    assert m["FullWindowSortPartition.numInputBatches"] >= parts, m
+
+
+@pytest.mark.parametrize("how", ["asc", "desc", "asc_nulls_last", "desc_nulls_first"])
+@pytest.mark.parametrize("col", KEYS)
+def test_one_key_like_native(data, col, how):
+    assert_like_native(data, [(col, how)])
+
+
+@pytest.mark.parametrize("spec", [
+    [("l", "asc"), ("l2", "desc")],
+    [("i", "desc_nulls_first"), ("dbl", "asc_nulls_last")],
+    [("y", "asc"), ("s", "desc"), ("f", "asc")],
+    [("b", "desc"), ("d", "asc_nulls_last"), ("ts", "desc_nulls_first")],
+    [("dbl", "desc"), ("l", "asc_nulls_last")],  # a full-range key with nulls after a double
+    [("l", "desc_nulls_first"), ("l2", "asc"), ("i", "desc")],
+])
+def test_several_keys_like_native(data, spec):
+    assert_like_native(data, spec)
+
+
+def test_equal_keys_keep_input_order(data):
+    # no tie-break on id: rows of equal keys come out in the order the scan read them
+    read = partitions(data)
+    for spec in ([("b", "asc")], [("y", "desc"), ("b", "asc_nulls_last")], [("dbl", "asc")]):
+        ours = data.fullWindowPartition().sortPartition(_columns(spec, tie_break=False))
+        for part, before in zip(partitions(ours), read):
+            position = {r[0]: i for i, r in enumerate(before)}
+            by_key: dict = {}
+            for r in part:
+                key = tuple(repr(r[SCHEMA.fieldNames().index(c)]) for c, _ in spec)
+                if key == ("0.0",) or key == ("-0.0",):
+                    key = ("0",)  # -0.0 and 0.0 are equal keys
+                by_key.setdefault(key, []).append(position[r[0]])
+            assert len(by_key) > 1
+            for positions in by_key.values():
+                assert positions == sorted(positions), spec
+    # (Spark's sorter is not stable with nulls: it swaps null-keyed records to the front as
+    # they arrive, so the order of equal keys is not compared with sortWithinPartitions here)
+
+
+def test_plain_order_arguments_and_one_row(spark, data, tmp_path):
+    ours = data.fullWindowPartition().sortPartition([("i", Order.DESCENDING), ("id", Order.ASCENDING)])
+    want = data.sortWithinPartitions(F.col("i").desc(), F.col("id").asc())
+    assert "columnar=true" in executed_plan(ours)
+    assert _canon(partitions(ours)) == _canon(partitions(want))
+    one = _parquet(spark, str(tmp_path / "one"), [[(1, True, 1, 1, 1, 1, 1, None, None, 1.0, 1.0)]])
+    assert_like_native(one, [("l", "desc")])
+    same = _parquet(spark, str(tmp_path / "same"),
+                    [[(i, None, 3, 3, 3, 7, 7, None, None, 2.0, 2.0) for i in range(50)]])
+    assert_like_native(same, [("l", "asc"), ("dbl", "desc")], tie_break=False)
+
+
+def test_string_key_or_column_keeps_the_row_sort(spark, data, tmp_path):
+    with_str = data.withColumn("str", F.format_string("x%05d", (F.col("id") * 7919) % 1000))
+    path = str(tmp_path / "str")
+    with_str.write.parquet(path)
+    df = spark.read.parquet(path)
+    # a string key, and a long key beside a string column: both keep the row sort
+    assert_like_native(df, [("str", "desc")], columnar=False)
+    assert_like_native(df, [("l", "asc")], columnar=False)
+
+
+def test_switch_turns_it_off(spark, data):
+    spark.conf.set(KEY, "false")
+    try:
+        assert_like_native(data, [("l", "desc"), ("dbl", "asc")], columnar=False)
+        spark.conf.set(KEY, "maybe")
+        with pytest.raises(Exception, match=KEY):
+            executed_plan(data.fullWindowPartition().sortPartition("l"))
+    finally:
+        spark.conf.unset(KEY)
+    assert_like_native(data, [("l", "desc"), ("dbl", "asc")])
+
+
+@pytest.fixture(scope="module")
+def narrow(spark, tmp_path_factory):
+    """Narrow inputs with integral keys and no nulls: at most one column beside the keys, so the
+    sort carries that column's value in the sort array and decodes the keys from their words."""
+    path = str(tmp_path_factory.mktemp("columnar_narrow") / "narrow")
+    h = F.xxhash64("id")
+    spark.range(0, 30_000, 1, 3).select(
+        F.when(F.col("id") == 5, F.lit(LMIN)).when(F.col("id") == 6, F.lit(LMAX))
+        .otherwise(h).alias("k"),
+        F.col("id").alias("v"),
+        (h % 100).cast("int").alias("i"),
+        (F.abs(h) % 7).cast("short").alias("s"),
+        (h % 2 == 0).alias("b"),
+        F.date_add(F.lit("2024-01-01").cast("date"), (h % 30).cast("int")).alias("d"),
+        F.timestamp_seconds(F.abs(h) % 100000).alias("ts"),
+        (F.col("id") / 3.0).alias("x"),
+        F.lit(42).alias("c"),
+    ).write.parquet(path)
+    return spark.read.parquet(path)
+
+
+@pytest.mark.parametrize("columns, spec", [
+    (["k", "v"], [("k", "asc")]),
+    (["k", "v"], [("k", "desc")]),
+    (["v", "i", "s"], [("i", "desc"), ("s", "asc")]),
+    (["b", "d"], [("b", "asc"), ("d", "desc")]),
+    (["v", "c"], [("c", "asc")]),
+    (["ts", "x"], [("ts", "desc")]),
+    (["k", "v", "i"], [("i", "asc"), ("k", "desc")]),  # two packs: no carry
+])
+def test_narrow_inputs_like_native(narrow, columns, spec):
+    # no nulls and no tie-break: both sorts are stable here, so the order is exact (columns in
+    # the file's order: a reordering projection over the scan keeps the row sort)
+    assert_like_native(narrow.select(*columns), spec, tie_break=False)
+
+
+# A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage.
+SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
+RUN_ROWS = 600_000
+
+
+@pytest.fixture(scope="module")
+def small_memory(tmp_path_factory):
+    spark = get_session(SMALL_MEMORY)
+    path = str(tmp_path_factory.mktemp("columnar_runs") / "runs")
+    h = F.xxhash64("id")
+    spark.range(0, RUN_ROWS, 1, 2).select(
+        "id",
+        F.when(F.col("id") % 17 == 0, None).otherwise(h).alias("l"),  # full range, nulls
+        F.when(F.col("id") % 13 == 0, None).otherwise((h % 50).cast("int")).alias("i"),
+        F.when(F.col("id") % 19 == 0, None).when(F.col("id") % 11 == 0, F.lit(float("nan")))
+        .when(F.col("id") % 7 == 0, F.lit(-0.0)).otherwise((h % 100) / 7.0).alias("dbl"),
+        (h % 2 == 0).alias("b"),
+    ).write.parquet(path)
+    return spark, spark.read.parquet(path)
+
+
+@pytest.mark.parametrize("spec", [
+    [("l", "desc_nulls_first")],
+    [("i", "asc"), ("dbl", "desc")],
+    [("b", "asc_nulls_last"), ("dbl", "asc"), ("i", "desc")],
+])
+def test_partition_larger_than_memory_sorts_in_runs(small_memory, spec):
+    # each chunk of 65,536 rows reserves 4.7 MB (5 longs and the sort array's 32 bytes a row):
+    # 300,000 rows a partition do not fit a task's share, so sorted runs go to disk and are
+    # merged; the result is still exactly sortWithinPartitions'
+    _, df = small_memory
+    ours = assert_like_native(df, spec)
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+    assert m["FullWindowSortPartition.spillSize"] > 0, m
+    assert m["FullWindowSortPartition.numOutputRows"] == RUN_ROWS, m
+
+
+def test_equal_keys_keep_input_order_across_runs(small_memory):
+    _, df = small_memory
+    read = partitions(df)
+    ours = df.fullWindowPartition().sortPartition([("i", Order.ASCENDING)])
+    for part, before in zip(partitions(ours), read):
+        position = {r[0]: i for i, r in enumerate(before)}
+        by_key: dict = {}
+        for r in part:
+            by_key.setdefault(r[2], []).append(position[r[0]])
+        for positions in by_key.values():
+            assert positions == sorted(positions)
+    assert fullwindow.operator_metrics(ours)["FullWindowSortPartition.columnarRuns"] >= 2
+
+
+FALLBACK_ROWS = 100_000
+
+
+def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_path):
+    # 40 long columns: one chunk of rows would need 23 MB, more than the whole pool, so the
+    # partition goes to the row sorter (which spills as sortWithinPartitions does)
+    spark, _ = small_memory
+    path = str(tmp_path / "wide")
+    spark.range(0, FALLBACK_ROWS, 1, 2).select(
+        ((F.col("id") * 2654435761) % 1000003).alias("k"),
+        *[(F.col("id") + j).alias(f"v{j}") for j in range(39)],
+    ).write.parquet(path)
+    df = spark.read.parquet(path)
+    ours = df.fullWindowPartition().sortPartition([("k", Order.DESCENDING)])
+    assert "columnar=true" in executed_plan(ours)
+    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v0) for r in it]]).collect()
+    assert sum(len(p) for p in got) == FALLBACK_ROWS
+    for p in got:
+        keys = [k for k, _ in p]
+        assert keys == sorted(keys, reverse=True)
+    assert sorted(v for p in got for _, v in p) == list(range(FALLBACK_ROWS))
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
+    assert m["FullWindowSortPartition.numOutputRows"] == FALLBACK_ROWS, m
