@@ -143,17 +143,14 @@ class ConnectServer:
         return self.start(timeout)
 
     def stop(self) -> None:
+        """SIGTERM to the server's process group; what is left after 30 s is killed."""
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
                 self.proc.wait(30)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(30)
-        self.proc = None
+                pass
+        self.kill()
 
     def cleanup(self) -> None:
         self.stop()

@@ -14,12 +14,10 @@ import time
 
 import pytest
 
-from helpers import RecoveryJob, parquet_rows
+from test_recovery_crash import PARTS, Job  # the classic crash tests' job
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JOB = os.path.join(ROOT, "tests", "recovery_job.py")
-PARTS = {0, 1, 2, 3}
 
 
 def _reference() -> list[tuple]:
@@ -47,10 +45,8 @@ def server(tmp_path_factory):
     s.cleanup()
 
 
-class ConnectJob(RecoveryJob):
-    """tests/recovery_job.py as a client of ``server``."""
-
-    script = JOB
+class ConnectJob(Job):
+    """tests/recovery_job.py (the classic crash tests' job) as a client of ``server``."""
 
     def __init__(self, base, name: str, server: ConnectServer):
         super().__init__(base, name)
@@ -62,20 +58,6 @@ class ConnectJob(RecoveryJob):
                if k not in _LOCAL_CONNECT_ENV}
         env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
         return env
-
-    def fingerprints(self) -> tuple[str | None, str | None]:
-        a = b = None
-        for e in self.events():
-            if e["type"] == "vertexInitialized" and e["operator"] != "shuffle input":
-                if e["inputs"]:
-                    b = e["fingerprint"]
-                else:
-                    a = e["fingerprint"]
-        return a, b
-
-    def ran(self, stage: str, run: str) -> list[int]:
-        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
-                      if n.startswith(stage + "-") and n.split("-")[2] == run)
 
 
 def _kill_and_resume(job: "ConnectJob", server: ConnectServer) -> tuple[str, str]:
@@ -167,18 +149,31 @@ def test_a_job_on_hdfs_resumes_after_its_connect_server_is_killed(server, spark,
         cluster.stop()
 
 
+class _AwayFromLocal:
+    """Without what this process's local Connect session put in the environment: its token
+    (it would turn TLS on for another server) and SPARK_LOCAL_REMOTE (stopping any session
+    would stop the local server too)."""
+
+    def __enter__(self) -> None:
+        self.saved = {k: os.environ.pop(k) for k in _LOCAL_CONNECT_ENV if k in os.environ}
+
+    def __exit__(self, *exc) -> None:
+        os.environ.update(self.saved)
+
+
 def _session(url: str, conf: dict):
     from pyspark.sql import SparkSession
 
-    # not with the token of this process's local Connect session (it would turn TLS on)
-    saved = {k: os.environ.pop(k) for k in _LOCAL_CONNECT_ENV if k in os.environ}
-    try:
+    with _AwayFromLocal():
         spark = SparkSession.builder.remote(url).create()
-    finally:
-        os.environ.update(saved)
     for k, v in conf.items():
         spark.conf.set(k, v)
     return spark
+
+
+def _stop(spark) -> None:
+    with _AwayFromLocal():
+        spark.stop()
 
 
 def _conf(directory: str, job_id: str) -> dict:
@@ -213,7 +208,7 @@ def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
         assert recovery.status(d, "other", other)["operations"][0]["committed"] == 2
         with pytest.raises(RecoveryConflictError):
             recovery.cleanup(two)  # not while the first session runs it
-        one.stop()  # the first session ends: the second takes the job over and reads it back
+        _stop(one)  # the first session ends: the second takes the job over and reads it back
         deadline = time.time() + 30
         while True:
             try:
@@ -228,6 +223,6 @@ def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
     finally:
         for s in (one, two, other):
             try:
-                s.stop()
+                _stop(s)
             except Exception:  # noqa: BLE001
                 pass
