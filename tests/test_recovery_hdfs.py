@@ -324,7 +324,11 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
     first = job.start("r1", slow=8.0, lease_timeout=f"{timeout:g}s")
     try:
         deadline = time.time() + 180
-        while not (lease.read(files, job.job_dir()) or {}).get("live"):
+        # the first driver holds the lease and has begun its run (its first event is written),
+        # not merely made its lease file: stopped inside that create, it could not run at all
+        while not ((lease.read(files, job.job_dir()) or {}).get("live")
+                   and files.exists(f"{job.job_dir()}/events")
+                   and files.listdir(f"{job.job_dir()}/events")):
             assert first.poll() is None and time.time() < deadline, job.log_text("r1")
             time.sleep(0.3)
         os.killpg(first.pid, signal.SIGSTOP)

@@ -289,7 +289,21 @@ class Lease:
             if self.mode == "etag":
                 me["renewed"] = now
             mine = _epoch_path(self.directory, n)
-            if self.fs.create_with(mine, self._encode(me)):
+            try:
+                created = self.fs.create_with(mine, self._encode(me))
+            except Exception:  # noqa: BLE001 - OSError locally, Py4JJavaError through Hadoop
+                # the create did not complete: if another driver took the job over meanwhile
+                # (this one stalled past the lease timeout while creating: HDFS then recovers
+                # the half-made file), say so; a store failure is re-raised as it is
+                later = _epochs(self.fs, self.directory)
+                if (later and later[-1] > n) or not self.fs.exists(mine):
+                    raise RecoveryConflictError(
+                        f"{where}: the lease on job {os.path.basename(self.job_dir)!r} was lost "
+                        f"while this driver was taking it (lease {lease_dir(self.job_dir)}): "
+                        "it stalled longer than the lease timeout and another driver took the "
+                        "job over.") from None
+                raise
+            if created:
                 if _epochs(self.fs, self.directory)[-1] == n:
                     self._me = me
                     if self.mode == "etag":

@@ -42,9 +42,12 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
 
   private val radixSortEnabled = conf.enableRadixSort
   private val packedPrefix = PackedSortPrefix.applies(sortOrder, conf)
-  private val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output).getOrElse(
+  // lazy: Spark copies the node with its expressions rewritten (a canonicalized copy for
+  // exchange reuse and plan fingerprints names no column), which must not fail; only a node
+  // that runs needs them
+  private lazy val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $sortOrder over $output"))
-  private val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
+  private lazy val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
 
   override protected def doExecute(): RDD[InternalRow] = {
     metrics // created on the driver, before the tasks use them
