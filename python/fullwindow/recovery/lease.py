@@ -296,7 +296,7 @@ class Lease:
                 # (this one stalled past the lease timeout while creating: HDFS then recovers
                 # the half-made file), say so; a store failure is re-raised as it is
                 later = _epochs(self.fs, self.directory)
-                if (later and later[-1] > n) or not self.fs.exists(mine):
+                if later and later[-1] > n:
                     raise RecoveryConflictError(
                         f"{where}: the lease on job {os.path.basename(self.job_dir)!r} was lost "
                         f"while this driver was taking it (lease {lease_dir(self.job_dir)}): "
