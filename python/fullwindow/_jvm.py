@@ -73,6 +73,14 @@ def _session_of(source: DataFrame | SparkSession | None) -> SparkSession:
 _facade_classes: dict[int, tuple[Any, Any]] = {}
 
 
+def java_class(jvm: Any, name: str) -> Any:
+    """The JVM class of dotted ``name`` through py4j (one lookup per package part)."""
+    cls = jvm
+    for part in name.split("."):
+        cls = getattr(cls, part)
+    return cls
+
+
 def _facade_class(gateway: Any, jvm: Any) -> Any:
     """The facade's JavaClass, looked up once per JVM gateway: py4j resolves a dotted name one
     call per package, a cost every full-window operation paid again."""
@@ -81,9 +89,7 @@ def _facade_class(gateway: Any, jvm: Any) -> Any:
         return known[1]
     from py4j.java_gateway import JavaClass
 
-    cls = jvm
-    for part in _FACADE.split("."):
-        cls = getattr(cls, part)
+    cls = java_class(jvm, _FACADE)
     if not isinstance(cls, JavaClass):
         raise FullWindowSetupError(
             "the fullwindow jar is not on the driver's class path. " + _how_to_fix())

@@ -133,10 +133,9 @@ def install(spark: Any) -> ConnectRuntime:
         return known
     ensure_callback_server_started(gateway)
     runtime = ConnectRuntime(sc)
-    cls = sc._jvm
-    for part in _INSTALLER.split("."):
-        cls = getattr(cls, part)
-    cls.install(runtime, sc._jsc.sc())
+    from fullwindow._jvm import java_class
+
+    java_class(sc._jvm, _INSTALLER).install(runtime, sc._jsc.sc())
     _installed[id(gateway)] = runtime
     return runtime
 

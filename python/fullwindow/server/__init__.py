@@ -55,10 +55,10 @@ def start_connect_service(spark: Any) -> None:
     """Starts the Spark Connect service in ``spark``'s JVM (``SparkConnectService.start``, what
     Spark's own server class and plugin call, on every line), after the recovery runtime is in
     place, so that no client arrives before it."""
-    service = spark.sparkContext._jvm
-    for part in "org.apache.spark.sql.connect.service.SparkConnectService".split("."):
-        service = getattr(service, part)
-    service.start(spark.sparkContext._jsc.sc())
+    from fullwindow._jvm import java_class
+
+    service = "org.apache.spark.sql.connect.service.SparkConnectService"
+    java_class(spark.sparkContext._jvm, service).start(spark.sparkContext._jsc.sc())
 
 
 def main(argv: Optional[List[str]] = None) -> int:
