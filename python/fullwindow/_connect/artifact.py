@@ -21,9 +21,6 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pyspark.sql.connect.plan import LogicalPlan
-
-from fullwindow._connect.connect_pb2 import FullWindowRelation  # type: ignore[attr-defined]
 from fullwindow.errors import FullWindowSetupError
 
 _ATTR = "_fullwindow_server"
@@ -45,22 +42,12 @@ class ServerState:
     sent_bytes: int = 0
 
 
-class ServerInfoPlan(LogicalPlan):
-    """A ``spark.connect.Relation`` whose extension is a FullWindowRelation with ``server_info``
-    set: no input; the server answers one row (jar_version, python_version)."""
+def _server_info_plan() -> Any:
+    """The question of ServerInfo: no input; the server answers one row (jar_version,
+    python_version)."""
+    from fullwindow._connect.plan import FullWindowCallPlan
 
-    def __init__(self) -> None:
-        super().__init__(None)
-
-    def plan(self, session: Any) -> Any:
-        rel = FullWindowRelation()
-        rel.server_info.SetInParent()
-        out = self._create_proto_relation()
-        out.extension.Pack(rel)
-        return out
-
-    def print(self, indent: int = 0) -> str:
-        return f"{' ' * indent}<FullWindowServerInfo>\n"
+    return FullWindowCallPlan(lambda rel: rel.server_info.SetInParent(), "FullWindowServerInfo")
 
 
 def client_version() -> str:
@@ -89,7 +76,7 @@ def _ask(session: Any) -> ServerState:
 
     mine = client_version()
     try:
-        row = connect_dataframe(ServerInfoPlan(), session).collect()[0]
+        row = connect_dataframe(_server_info_plan(), session).collect()[0]
     except Exception as err:  # noqa: BLE001 - a Connect error is said below, others re-raised
         if not _is_connect_error(err):
             raise

@@ -39,3 +39,23 @@ class FullWindowPlan(LogicalPlan):
     def print(self, indent: int = 0) -> str:
         return f"{' ' * indent}<FullWindowRelation>\n" + (
             self._child.print(indent + LogicalPlan.INDENT) if self._child else "")
+
+
+class FullWindowCallPlan(LogicalPlan):
+    """A ``spark.connect.Relation`` whose extension is a FullWindowRelation with no input that
+    asks the server something (``fill(relation)`` sets which: server info, a recovery call);
+    the server answers with one row. ``name`` is its line in a printed plan."""
+
+    def __init__(self, fill: Callable[[FullWindowRelation], None], name: str) -> None:
+        super().__init__(None)
+        self._fill, self._name = fill, name
+
+    def plan(self, session: Any) -> Any:
+        rel = FullWindowRelation()
+        self._fill(rel)
+        out = self._create_proto_relation()
+        out.extension.Pack(rel)
+        return out
+
+    def print(self, indent: int = 0) -> str:
+        return f"{' ' * indent}<{self._name}>\n"

@@ -15,10 +15,7 @@ import atexit
 import json
 from typing import Any
 
-from pyspark.sql.connect.plan import LogicalPlan
-
 from fullwindow._compat import connect_dataframe, dataframe_schema
-from fullwindow._connect.connect_pb2 import FullWindowRelation  # type: ignore[attr-defined]
 
 
 def commit(out: Any, operation: str, code: bytes, extra: str) -> Any:
@@ -62,33 +59,21 @@ def _close_at_exit(session: Any) -> None:
     atexit.register(close)
 
 
-class _ControlPlan(LogicalPlan):
-    """A FullWindowRelation with ``recovery_control`` set: no input, one row answered."""
-
-    def __init__(self, action: str, argument: str) -> None:
-        super().__init__(None)
-        self._action, self._argument = action, argument
-
-    def plan(self, session: Any) -> Any:
-        rel = FullWindowRelation()
-        rel.recovery_control.action = self._action
-        rel.recovery_control.argument = self._argument
-        out = self._create_proto_relation()
-        out.extension.Pack(rel)
-        return out
-
-    def print(self, indent: int = 0) -> str:
-        return f"{' ' * indent}<FullWindowRecoveryControl {self._action}>\n"
-
-
 def control(session: Any, action: str, **argument: Any) -> Any:
     """Calls the server's recovery runtime for ``session``'s job; its JSON answer, decoded."""
     from fullwindow._connect.artifact import prepare
+    from fullwindow._connect.plan import FullWindowCallPlan
     from fullwindow._jvm_errors import raise_from_java
 
     prepare(session, False)  # the server's jar is this client's version
+
+    def fill(rel: Any) -> None:
+        rel.recovery_control.action = action
+        rel.recovery_control.argument = json.dumps(argument)
+
     try:
-        row = connect_dataframe(_ControlPlan(action, json.dumps(argument)), session).collect()[0]
+        row = connect_dataframe(FullWindowCallPlan(fill, f"FullWindowRecoveryControl {action}"),
+                                session).collect()[0]
     except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
         raise_from_java(err, f"recovery.{action}")
         raise
