@@ -46,12 +46,27 @@ def _two_key_columns(seed: int):
             F.col("id").alias("v")]
 
 
+def _wide_columns(seed: int):
+    """k a random long, three strings of 16-31 ASCII characters (hex digits of hashes, so they
+    neither repeat nor compress to nothing), v a long: rows of about 100 bytes."""
+    def text(i: int):
+        h = F.hex(F.xxhash64(F.col("id"), F.lit(seed + i)))  # 16 hex digits
+        both = F.concat(h, F.hex(F.xxhash64(F.col("id"), F.lit(seed - i))))
+        return both.substr(F.lit(1), F.lit(16) + F.pmod(F.col("id"), F.lit(16)).cast("int"))
+    return [random_long(seed).alias("k"), text(1).alias("s1"), text(2).alias("s2"),
+            text(3).alias("s3"), F.col("id").alias("v")]
+
+
 def _setup_one_key(spark, scale):
     return parquet_input(spark, scale, "one_key", _one_key_columns)
 
 
 def _setup_two_keys(spark, scale):
     return parquet_input(spark, scale, "two_keys", _two_key_columns)
+
+
+def _setup_wide(spark, scale):
+    return parquet_input(spark, scale, "wide", _wide_columns)
 
 
 def _ours_one_key(df):
@@ -71,40 +86,40 @@ def _native_two_keys(df):
     run_noop(df.sortWithinPartitions(F.col("k1").asc(), F.col("k2").desc()))
 
 
-register(Case(
+def _sort_case(**fields) -> None:
+    """Registers a sort case: each reads Parquet, sorts within partitions, writes to noop."""
+    register(Case(group=GROUP, ours_node="FullWindowSortPartition", native_node="Sort",
+                  floors=_FLOORS, **fields))
+
+
+_sort_case(
     name="sort_one_key",
-    group=GROUP,
     description="sortPartition('k') vs sortWithinPartitions('k'); k a random long, plus a long "
                 "payload; input read from Parquet (columnar sort), noop sink",
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
     bar=1.5, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     settings={"columns": "k: random long, v: long", "keys": "k ASC"},
-))
+)
 
-register(Case(
+_sort_case(
     name="sort_two_keys",
-    group=GROUP,
     description="sortPartition([('k1', ASC), ('k2', DESC)]) vs sortWithinPartitions(k1.asc(), "
                 "k2.desc()); k1 has 1000 distinct values so k2 decides most comparisons (columnar sort)",
     setup=_setup_two_keys, ours=_ours_two_keys, native=_native_two_keys,
     bar=4.0, rows=10_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     settings={"columns": "k1: long in [0, 1000), k2: random long, v: long",
               "keys": "k1 ASC, k2 DESC"},
-))
+)
 
-register(Case(
+_sort_case(
     name="sort_spill",
-    group=GROUP,
     description="sort_one_key on data 3x the execution memory (1 GiB driver, memory.fraction "
                 "0.1): both variants must spill (ours: columnar sorted runs, merged)",
     setup=_setup_one_key, ours=_ours_one_key, native=_native_one_key,
     bar=1.2, rows=_SPILL_ROWS, partitions=2,
     spark_conf=_SPILL_CONF,
-    ours_node="FullWindowSortPartition", native_node="Sort", floors=_FLOORS,
     require_spill=True, bar_note="completes, spills in both",
     settings={"columns": "k: random long, v: long", "keys": "k ASC",
               "execution memory": f"({_SPILL_HEAP_MIB} MiB - 300 MiB) x {_SPILL_FRACTION} = "
@@ -112,4 +127,15 @@ register(Case(
               "default data": f"{_SPILL_ROWS:,} rows x 24 B = "
                       f"{_SPILL_ROWS * 24 / 2**20:.0f} MiB of UnsafeRows "
                       f"({_SPILL_ROWS * 24 / 2**20 / _SPILL_POOL_MIB:.1f}x the pool)"},
-))
+)
+
+_sort_case(
+    name="sort_wide",
+    description="sortPartition('k') vs sortWithinPartitions('k') on wide rows: k a random long, "
+                "three strings of 16-31 characters and a long (string columns keep the row sorter)",
+    setup=_setup_wide, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=5_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    settings={"columns": "k: random long, s1..s3: strings of 16-31 chars, v: long",
+              "keys": "k ASC"},
+)
