@@ -151,3 +151,16 @@ final class ArrowChunks(
     Platform.putByte(null, at, (Platform.getByte(null, at) | (1 << (i & 7))).toByte)
   }
 }
+
+object ArrowChunks {
+  /**
+   * What a line's Arrow Python runner calls for each batch of its input (MapInArrowShim.runner):
+   * when `input` is ArrowChunks, fills and writes its next batch; false when it has none left or
+   * `input` is rows (for the runner to write as it does).
+   */
+  def writeNext(input: Iterator[Iterator[InternalRow]], root: VectorSchemaRoot,
+      writer: ArrowStreamWriter, dataOut: DataOutputStream): Boolean = input match {
+    case chunks: ArrowChunks => chunks.writeNext(root, writer, dataOut)
+    case _ => false
+  }
+}

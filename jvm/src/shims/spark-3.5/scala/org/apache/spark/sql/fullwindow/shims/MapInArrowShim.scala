@@ -36,9 +36,9 @@ private[fullwindow] object MapInArrowShim {
       a.timeZone, a.largeVarTypes, a.runnerConf, a.pythonMetrics, a.jobArtifactUUID) {
       override protected def writeIteratorToArrowStream(root: VectorSchemaRoot,
           writer: ArrowStreamWriter, dataOut: DataOutputStream,
-          input: Iterator[Iterator[InternalRow]]): Unit = input match {
-        case chunks: ArrowChunks => while (chunks.writeNext(root, writer, dataOut)) {}
-        case _ => super.writeIteratorToArrowStream(root, writer, dataOut, input)
-      }
+          input: Iterator[Iterator[InternalRow]]): Unit =
+        if (input.isInstanceOf[ArrowChunks]) {
+          while (ArrowChunks.writeNext(input, root, writer, dataOut)) {}
+        } else super.writeIteratorToArrowStream(root, writer, dataOut, input)
     }
 }

@@ -36,9 +36,8 @@ private[fullwindow] object MapInArrowShim {
       a.timeZone, a.largeVarTypes, a.runnerConf, a.pythonMetrics, a.jobArtifactUUID, None, None) {
       override protected def writeNextBatchToArrowStream(root: VectorSchemaRoot,
           writer: ArrowStreamWriter, dataOut: DataOutputStream,
-          input: Iterator[Iterator[InternalRow]]): Boolean = input match {
-        case chunks: ArrowChunks if chunks.writeNext(root, writer, dataOut) => true
-        case _ => super.writeNextBatchToArrowStream(root, writer, dataOut, input)
-      }
+          input: Iterator[Iterator[InternalRow]]): Boolean =
+        ArrowChunks.writeNext(input, root, writer, dataOut) ||
+          super.writeNextBatchToArrowStream(root, writer, dataOut, input)
     }
 }
