@@ -220,12 +220,12 @@ def test_string_column_keeps_the_row_sort(spark, many):
 
 
 def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
-    # 600,000 rows of 6 columns in 2 partitions (AQE may join them into one): each chunk of
-    # rows reserves 5.2 MB, so a task's share of the pool holds one or two, and sorted runs go
-    # to disk and are merged
+    # 600,000 rows of 6 columns in one partition (one task: the whole pool is its own): each
+    # chunk of 65,536 rows reserves 5.2 MB, so the pool holds three, and sorted runs go to
+    # disk and are merged
     df = _write(spark, str(tmp_path_factory.mktemp("keyed_columnar") / "big"), BIG_ROWS, 3000)
     make, node = FORMS["arrow"]
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
         (cplan, cols, cdf), (_, rows, _) = _both(spark, lambda: make(df))
     finally:

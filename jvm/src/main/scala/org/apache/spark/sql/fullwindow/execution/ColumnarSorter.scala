@@ -277,10 +277,15 @@ final class ColumnarSorter(
   def appendRow(row: InternalRow): Boolean = {
     val ch = (n >>> ChunkBits).toInt
     val off = (n & Mask).toInt
-    if (ch >= values(0).length) {
-      if (ch.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
-      if (!reserve(ChunkRows * (numCols * 8L + 32L))) return false
-      values.foreach(_ += new Array[Long](ChunkRows))
+    if (ch != rowChunk) {
+      if (ch >= values(0).length) {
+        if (ch.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
+        if (!reserve(ChunkRows * (numCols * 8L + 32L))) return false
+        values.foreach(_ += new Array[Long](ChunkRows))
+      }
+      var c = 0
+      while (c < numCols) { rowChunks(c) = values(c)(ch); c += 1 }
+      rowChunk = ch
     }
     var c = 0
     while (c < numCols) {
@@ -293,7 +298,7 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        values(c)(ch)(off) = ColumnarSort.getWord(row, c, types(c))
+        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
@@ -301,6 +306,10 @@ final class ColumnarSorter(
     n += 1
     true
   }
+
+  // appendRow's chunk of each column
+  private val rowChunks = new Array[Array[Long]](numCols)
+  private var rowChunk = -1
 
   private def copyColumn(v: ColumnVector, c: Int, m: Int): Unit = {
     val t = types(c)
@@ -719,6 +728,8 @@ final class ColumnarSorter(
     nulls.foreach(_.clear())
     java.util.Arrays.fill(colHasNull, false)
     sortArray = null
+    java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
+    rowChunk = -1
     n = 0
     if (held > 0) { freeMemory(held); held = 0 }
   }
