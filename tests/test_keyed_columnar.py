@@ -173,7 +173,7 @@ def test_same_results_and_batches_as_the_row_sort(spark, many, form, batch):
     if batch:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
     try:
-        (cplan, cols, cdf), (rplan, rows, _) = _both(spark, lambda: make(many))
+        (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(many))
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     _check_plans(cplan, rplan, node)
@@ -182,6 +182,9 @@ def test_same_results_and_batches_as_the_row_sort(spark, many, form, batch):
     m = fullwindow.operator_metrics(cdf)
     assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
     assert m[f"{node}.numInputRows"] == ROWS, m
+    # the same Arrow stream, byte for byte in size
+    sent = fullwindow.operator_metrics(rdf)[f"{node}.pythonDataSent"]
+    assert m[f"{node}.pythonDataSent"] == sent > 0, (m, sent)
     if form in ("arrow", "pandas"):
         assert any(r[0] is None for r in cols)
         if batch:  # keys span batches, batches hold several keys: the same cuts either way

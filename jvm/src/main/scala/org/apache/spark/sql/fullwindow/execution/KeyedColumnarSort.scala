@@ -1,12 +1,14 @@
 package org.apache.spark.sql.fullwindow.execution
 
 import java.io.DataOutputStream
+import java.nio.channels.Channels
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.arrow.vector.{BaseFixedWidthVector, VectorSchemaRoot}
+import org.apache.arrow.vector.{BaseFixedWidthVector, VectorSchemaRoot, VectorUnloader}
 import org.apache.arrow.vector.complex.StructVector
-import org.apache.arrow.vector.ipc.ArrowStreamWriter
+import org.apache.arrow.vector.ipc.WriteChannel
+import org.apache.arrow.vector.ipc.message.MessageSerializer
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
@@ -93,13 +95,13 @@ final class ArrowChunks(
   override def next(): Iterator[InternalRow] =
     throw new UnsupportedOperationException("Arrow chunks are written by writeNext")
 
-  /** Fills the next batch into `root` and writes it; false when no rows are left. */
-  def writeNext(root: VectorSchemaRoot, writer: ArrowStreamWriter, dataOut: DataOutputStream): Boolean = {
+  /** Fills the next batch into `root` and `write`s it to `dataOut`; false when no rows are left. */
+  def writeNext(root: VectorSchemaRoot, dataOut: DataOutputStream, write: => Unit): Boolean = {
     if (!hasNext) return false
     val start = dataOut.size()
     val rows = fill(root)
     root.setRowCount(rows)
-    writer.writeBatch()
+    write
     dataSent += dataOut.size() - start
     true
   }
@@ -155,12 +157,23 @@ final class ArrowChunks(
 object ArrowChunks {
   /**
    * What a line's Arrow Python runner calls for each batch of its input (MapInArrowShim.runner):
-   * when `input` is ArrowChunks, fills and writes its next batch; false when it has none left or
-   * `input` is rows (for the runner to write as it does).
+   * when `input` is ArrowChunks, fills its next batch into `root` and `write`s it as the line
+   * writes a batch; false when it has none left or `input` is rows (for the runner to write as
+   * it does).
    */
   def writeNext(input: Iterator[Iterator[InternalRow]], root: VectorSchemaRoot,
-      writer: ArrowStreamWriter, dataOut: DataOutputStream): Boolean = input match {
-    case chunks: ArrowChunks => chunks.writeNext(root, writer, dataOut)
+      dataOut: DataOutputStream)(write: => Unit): Boolean = input match {
+    case chunks: ArrowChunks => chunks.writeNext(root, dataOut, write)
     case _ => false
+  }
+
+  /**
+   * Writes `root`'s batch through `unloader` to the stream given for this batch, as the runners
+   * of 4.1 on do (they hand each batch a stream of its own, with their compression codec).
+   */
+  def serialize(unloader: VectorUnloader, dataOut: DataOutputStream): Unit = {
+    val batch = unloader.getRecordBatch()
+    try MessageSerializer.serialize(new WriteChannel(Channels.newChannel(dataOut)), batch)
+    finally batch.close()
   }
 }

@@ -38,7 +38,7 @@ private[fullwindow] object MapInArrowShim {
           writer: ArrowStreamWriter, dataOut: DataOutputStream,
           input: Iterator[Iterator[InternalRow]]): Unit =
         if (input.isInstanceOf[ArrowChunks]) {
-          while (ArrowChunks.writeNext(input, root, writer, dataOut)) {}
+          while (ArrowChunks.writeNext(input, root, dataOut)(writer.writeBatch())) {}
         } else super.writeIteratorToArrowStream(root, writer, dataOut, input)
     }
 }

@@ -37,7 +37,7 @@ private[fullwindow] object MapInArrowShim {
       override protected def writeNextBatchToArrowStream(root: VectorSchemaRoot,
           writer: ArrowStreamWriter, dataOut: DataOutputStream,
           input: Iterator[Iterator[InternalRow]]): Boolean =
-        ArrowChunks.writeNext(input, root, writer, dataOut) ||
+        ArrowChunks.writeNext(input, root, dataOut)(writer.writeBatch()) ||
           super.writeNextBatchToArrowStream(root, writer, dataOut, input)
     }
 }
