@@ -97,7 +97,7 @@ def line(text: str, pattern: str) -> None:
 
 def both(texts: dict[str, str], pattern: str) -> None:
     line(texts["optimized"], pattern)
-    line(texts["physical"], pattern)
+    line(texts["physical"], pattern + "(, columnar=true)?")  # a keyed node sorting by columns
 
 
 def test_sort_partition(df):

@@ -722,7 +722,9 @@ def test_heavy_key_streams_through_a_1g_driver():
         stack = [plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan]
         while stack:
             node = stack.pop()
-            if node.nodeName() == "Sort":
+            # Spark's sort, or the keyed node itself when it sorts by columns
+            if node.nodeName() == "Sort" or (node.nodeName().startswith("FullWindowKeyed")
+                                             and node.metrics().contains("spillSize")):
                 spill += node.metrics().apply("spillSize").value()
             if node.nodeName().endswith("QueryStage"):
                 stack.append(node.plan())

@@ -158,8 +158,9 @@ def _arrow_case(name: str, keys: int, bar: float) -> None:
     ))
 
 
-_arrow_case("keyed_map_partition_in_arrow", MANY_KEYS, 1.5)
-_arrow_case("keyed_map_partition_in_arrow_few_keys", FEW_KEYS, 1.3)
+# DESIGN's bars with the columnar sort (KeyedColumnarSort); 1.5x / 1.3x without it
+_arrow_case("keyed_map_partition_in_arrow", MANY_KEYS, 2.5)
+_arrow_case("keyed_map_partition_in_arrow_few_keys", FEW_KEYS, 2.0)
 
 
 # ---- keyed mapPartitionInPandas vs applyInPandas --------------------------------------------

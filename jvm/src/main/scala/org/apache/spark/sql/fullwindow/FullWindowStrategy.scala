@@ -7,9 +7,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{FilterExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
-import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, KeyedPython, FullWindowSortPartitionExec}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.internal.SQLConf
 
 /**
  * Plans fullwindow's logical nodes. The non-keyed ones ask for no exchange; the keyed ones ask
@@ -24,12 +25,15 @@ object FullWindowStrategy extends SparkStrategy {
       FullWindowPythonPartitionExec(operation, func, pandas, output, planLater(child)) :: Nil
 
     case FullWindowKeyedPythonPartition(operation, keys, func, pandas, output, child) =>
-      FullWindowKeyedPythonExec("FullWindowKeyed" + operation.capitalize, keys,
-        keys.map(SortOrder(_, Ascending)), func, pandas, output, planLater(child)) :: Nil
+      val order = keys.map(SortOrder(_, Ascending))
+      FullWindowKeyedPythonExec("FullWindowKeyed" + operation.capitalize, keys, order, func,
+        pandas, output, planLater(child),
+        KeyedPython.columnarSort(order, child.output, pandas, SQLConf.get)) :: Nil
 
     case KeyedRunningPython(operation, keys, order, func, output, child) =>
       FullWindowKeyedPythonExec("KeyedRunning" + operation.capitalize, keys, order, func,
-        pandas = false, output, planLater(child)) :: Nil
+        pandas = false, output, planLater(child),
+        KeyedPython.columnarSort(order, child.output, pandas = false, SQLConf.get)) :: Nil
 
     case FullWindowCoGroup(leftKeys, rightKeys, func, pandas, output, left, right) =>
       FullWindowCoGroupExec(leftKeys, rightKeys, func, pandas, output, planLater(left),

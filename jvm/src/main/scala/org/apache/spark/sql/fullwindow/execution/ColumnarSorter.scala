@@ -4,10 +4,12 @@ import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, Data
 
 import scala.collection.mutable.ArrayBuffer
 
-import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.{SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, NullsFirst, SortOrder, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.storage.BlockId
@@ -60,6 +62,99 @@ object ColumnarSort {
    * or its null flag (2), spanning `width` bits; min and max of the key's base words (unsigned).
    */
   private[execution] final case class Word(key: Int, kind: Int, width: Int, min: Long, max: Long)
+
+  /** What the columnar sort adds to a node's metrics. */
+  def metrics(sc: SparkContext): Map[String, SQLMetric] = Map(
+    "columnarSorts" -> SQLMetrics.createMetric(sc, "partitions sorted by columns"),
+    "rowSortFallbacks" -> SQLMetrics.createMetric(sc, "partitions that fell back to the row sorter"),
+    "columnarRuns" -> SQLMetrics.createMetric(sc, "sorted runs spilled by columns"))
+
+  /** Column `c` (not null) of `row` as the sorter holds it: one long (float bits as raw bits). */
+  @inline def getWord(row: InternalRow, c: Int, t: Int): Long = (t: @annotation.switch) match {
+    case Bool => if (row.getBoolean(c)) 1L else 0L
+    case Byte8 => row.getByte(c).toLong
+    case Short16 => row.getShort(c).toLong
+    case Int32 => row.getInt(c).toLong
+    case Long64 => row.getLong(c)
+    case Float32 => java.lang.Float.floatToRawIntBits(row.getFloat(c)).toLong
+    case _ => java.lang.Double.doubleToRawLongBits(row.getDouble(c))
+  }
+
+  /** Rows (the row sorter's output, when the columnar sort fell back to it) as a RowSource. */
+  final class RowsSource(rows: Iterator[InternalRow], types: Array[Int]) extends RowSource {
+    private var row: InternalRow = _
+    def run: Int = 0
+    def advance(): Boolean = rows.hasNext && { row = rows.next(); true }
+    def value(c: Int): Long = getWord(row, c, types(c))
+    def isNull(c: Int): Boolean = row.isNullAt(c)
+  }
+
+  /**
+   * Sorts one partition's `input` (batches or rows) by columns: each unit is `append`ed to
+   * `sorter`; when memory is refused the rows held become a sorted run on disk and appending goes
+   * on; when it is refused with nothing held, the rows on disk and the rest of the input go to
+   * the row sorter `newRowSorter()` (`insert` puts a unit into it, giving its row count) instead.
+   * Returns the sorter, sorted, or the row sorter's output; records `metric`s: sortTime,
+   * peakMemory, spillSize, numInputRows and numOutputRows, and the optional numInputBatches,
+   * columnarSorts, columnarRuns and rowSortFallbacks.
+   */
+  def sortPartition[T](
+      input: Iterator[T],
+      sorter: ColumnarSorter,
+      append: T => Boolean,
+      rowsOf: T => Long,
+      insert: (T, FullWindowRowSorter) => Long,
+      newRowSorter: () => FullWindowRowSorter,
+      allowCarry: Boolean,
+      metrics: Map[String, SQLMetric]): Either[ColumnarSorter, Iterator[InternalRow]] = {
+    val ctx = TaskContext.get()
+    ctx.addTaskCompletionListener[Unit](_ => sorter.free())
+    def add(name: String, v: Long): Unit = metrics.get(name).foreach(_ += v)
+    val spilledBefore = ctx.taskMetrics().memoryBytesSpilled
+    var refused: Option[T] = None
+    var units = 0L
+    var rows = 0L
+    while (refused.isEmpty && input.hasNext) {
+      val u = input.next()
+      units += 1
+      // memory refused: the rows held become a sorted run on disk, and appending goes on;
+      // refused with nothing held: the row sorter takes over
+      if (!append(u) && (sorter.numRows == 0 || { sorter.spillRun(); !append(u) })) {
+        refused = Some(u)
+      } else rows += rowsOf(u)
+    }
+    val result = if (refused.isEmpty) {
+      val start = System.nanoTime()
+      sorter.sort(allowCarry)
+      add("sortTime", (System.nanoTime() - start) / 1000000)
+      add("peakMemory", sorter.peakMemory)
+      add("columnarSorts", 1)
+      add("columnarRuns", sorter.numRuns)
+      ctx.taskMetrics().incPeakExecutionMemory(sorter.peakMemory)
+      Left(sorter)
+    } else {
+      // what is held goes to disk first (so the row sorter can have the memory), then the row
+      // sorter gets the rows on disk back, then the refused unit and the rest
+      add("rowSortFallbacks", 1)
+      if (sorter.numRows > 0) sorter.dump()
+      val rowSorter = newRowSorter()
+      rows = 0L
+      sorter.replay { row => rowSorter.insertRow(row); rows += 1 }
+      refused.foreach { u => rows += insert(u, rowSorter) }
+      input.foreach { u => units += 1; rows += insert(u, rowSorter) }
+      val sorted = rowSorter.sort()
+      val peak = math.max(sorter.peakMemory, rowSorter.getPeakMemoryUsage)
+      add("sortTime", rowSorter.getSortTimeNanos / 1000000)
+      add("peakMemory", peak)
+      ctx.taskMetrics().incPeakExecutionMemory(peak)
+      Right(sorted)
+    }
+    add("numInputBatches", units)
+    add("numInputRows", rows)
+    add("numOutputRows", rows)
+    add("spillSize", ctx.taskMetrics().memoryBytesSpilled - spilledBefore)
+    result
+  }
 
   /** An unsigned word that orders doubles as Spark SQL does: -0.0 = 0.0, NaN above +Inf. */
   @inline def doubleWord(d: Double): Long = {
@@ -173,6 +268,48 @@ final class ColumnarSorter(
     n += m
     true
   }
+
+  /**
+   * Appends one row (the keyed Python forms: rows from the shuffle); false (nothing appended)
+   * when memory is refused. A row refused half-written leaves the slot past the last row dirty,
+   * which the next append overwrites (the caller spills or dumps first, which forgets it).
+   */
+  def appendRow(row: InternalRow): Boolean = {
+    val ch = (n >>> ChunkBits).toInt
+    val off = (n & Mask).toInt
+    if (ch != rowChunk) {
+      if (ch >= values(0).length) {
+        if (ch.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
+        if (!reserve(ChunkRows * (numCols * 8L + 32L))) return false
+        values.foreach(_ += new Array[Long](ChunkRows))
+      }
+      var c = 0
+      while (c < numCols) { rowChunks(c) = values(c)(ch); c += 1 }
+      rowChunk = ch
+    }
+    var c = 0
+    while (c < numCols) {
+      if (row.isNullAt(c)) {
+        while (nulls(c).length <= ch) nulls(c) += null
+        if (nulls(c)(ch) == null) {
+          if (!reserve(ChunkRows)) return false
+          nulls(c)(ch) = new Array[Boolean](ChunkRows)
+        }
+        nulls(c)(ch)(off) = true
+        colHasNull(c) = true
+      } else {
+        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
+      }
+      c += 1
+    }
+    n += 1
+    true
+  }
+
+  // appendRow's chunk of each column
+  private val rowChunks = new Array[Array[Long]](numCols)
+  private var rowChunk = -1
 
   private def copyColumn(v: ColumnVector, c: Int, m: Int): Unit = {
     val t = types(c)
@@ -381,22 +518,18 @@ final class ColumnarSorter(
   }
 
   /**
-   * The sorted rows (after sort()), written into one reused UnsafeRow: the rows held, merged with
-   * the runs spilled before when there are any. Frees everything at the end.
+   * The sorted rows (after sort()) as one source: the rows held, merged with the runs spilled
+   * before when there are any. Frees everything once it has no more rows.
    */
-  def sortedRows(): Iterator[UnsafeRow] = {
+  def sortedSource(): RowSource = {
     val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
-    val writer = new UnsafeRowWriter(numCols)
     if (sources.length == 1) {
       val only = sources.head
-      new Iterator[UnsafeRow] {
-        private var ready = only.advance()
-        override def hasNext: Boolean = { if (!ready) free(); ready }
-        override def next(): UnsafeRow = {
-          val row = writeRow(writer, only)
-          ready = only.advance()
-          row
-        }
+      new RowSource {
+        def run: Int = 0
+        def advance(): Boolean = only.advance() || { free(); false }
+        def value(c: Int): Long = only.value(c)
+        def isNull(c: Int): Boolean = only.isNull(c)
       }
     } else {
       // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
@@ -407,14 +540,31 @@ final class ColumnarSorter(
         }
       })
       sources.foreach(s => if (s.advance()) heap.add(s))
-      new Iterator[UnsafeRow] {
-        override def hasNext: Boolean = { val more = !heap.isEmpty; if (!more) free(); more }
-        override def next(): UnsafeRow = {
-          val top = heap.poll()
-          val row = writeRow(writer, top)
-          if (top.advance()) heap.add(top)
-          row
+      new RowSource {
+        private var top: RowSource = _
+        def run: Int = 0
+        def advance(): Boolean = {
+          if (top != null && top.advance()) heap.add(top)
+          top = heap.poll()
+          top != null || { free(); false }
         }
+        def value(c: Int): Long = top.value(c)
+        def isNull(c: Int): Boolean = top.isNull(c)
+      }
+    }
+  }
+
+  /** The sorted rows (after sort()), written into one reused UnsafeRow; frees everything at the end. */
+  def sortedRows(): Iterator[UnsafeRow] = {
+    val src = sortedSource()
+    val writer = new UnsafeRowWriter(numCols)
+    new Iterator[UnsafeRow] {
+      private var ready = src.advance()
+      override def hasNext: Boolean = ready
+      override def next(): UnsafeRow = {
+        val row = writeRow(writer, src)
+        ready = src.advance()
+        row
       }
     }
   }
@@ -578,6 +728,8 @@ final class ColumnarSorter(
     nulls.foreach(_.clear())
     java.util.Arrays.fill(colHasNull, false)
     sortArray = null
+    java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
+    rowChunk = -1
     n = 0
     if (held > 0) { freeMemory(held); held = 0 }
   }

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.fullwindow.execution
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -33,12 +35,9 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
   override def simpleString(maxFields: Int): String =
     FullWindowExplain.line(nodeName, maxFields, "order" -> sortOrder, "columnar" -> true)
 
-  override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.sort(sparkContext) ++ Map(
-    "numInputBatches" -> SQLMetrics.createMetric(sparkContext, "number of input batches"),
-    "columnarSorts" -> SQLMetrics.createMetric(sparkContext, "partitions sorted by columns"),
-    "rowSortFallbacks" -> SQLMetrics.createMetric(sparkContext,
-      "partitions that fell back to the row sorter"),
-    "columnarRuns" -> SQLMetrics.createMetric(sparkContext, "sorted runs spilled by columns"))
+  override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.sort(sparkContext) ++
+    ColumnarSort.metrics(sparkContext) +
+    ("numInputBatches" -> SQLMetrics.createMetric(sparkContext, "number of input batches"))
 
   private val radixSortEnabled = conf.enableRadixSort
   private val packedPrefix = PackedSortPrefix.applies(sortOrder, conf)
@@ -55,68 +54,21 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
   }
 
   private def sortPartition(batches: Iterator[ColumnarBatch]): Iterator[InternalRow] = {
-    val ctx = TaskContext.get()
-    val spilledBefore = ctx.taskMetrics().memoryBytesSpilled
     val sorter = new ColumnarSorter(types, keyCols, sortOrder.map(_.direction == Descending).toArray,
-      sortOrder.map(_.nullOrdering == NullsFirst).toArray, ctx.taskMemoryManager())
-    ctx.addTaskCompletionListener[Unit](_ => sorter.free())
-    var refused: ColumnarBatch = null
-    var numBatches = 0L
-    var rows = 0L
-    while (refused == null && batches.hasNext) {
-      val b = batches.next()
-      numBatches += 1
-      // memory refused: the rows held become a sorted run on disk, and appending goes on;
-      // refused with nothing held: the row sorter takes over
-      if (!sorter.append(b) && (sorter.numRows == 0 || { sorter.spillRun(); !sorter.append(b) })) {
-        refused = b
-      } else rows += b.numRows()
+      sortOrder.map(_.nullOrdering == NullsFirst).toArray, TaskContext.get().taskMemoryManager())
+    val toRow = UnsafeProjection.create(output, output)
+    val insert = (b: ColumnarBatch, rowSorter: FullWindowRowSorter) => {
+      b.rowIterator().asScala.foreach(r => rowSorter.insertRow(toRow(r)))
+      b.numRows().toLong
     }
-    if (refused == null) {
-      val start = System.nanoTime()
-      sorter.sort(allowCarry = true)
-      longMetric("numInputBatches") += numBatches
-      longMetric("numInputRows") += rows
-      longMetric("numOutputRows") += rows
-      longMetric("sortTime") += (System.nanoTime() - start) / 1000000
-      longMetric("peakMemory") += sorter.peakMemory
-      longMetric("spillSize") += ctx.taskMetrics().memoryBytesSpilled - spilledBefore
-      longMetric("columnarSorts") += 1
-      longMetric("columnarRuns") += sorter.numRuns
-      ctx.taskMetrics().incPeakExecutionMemory(sorter.peakMemory)
-      return sorter.sortedRows()
-    }
-    // Fallback: what is held goes to disk first (so the row sorter can have the memory), then
-    // the row sorter gets the rows on disk back, then the refused batch and the rest.
-    longMetric("rowSortFallbacks") += 1
-    val peakColumnar = sorter.peakMemory
-    if (sorter.numRows > 0) sorter.dump()
-    val rowSorter = RowSorters.create(sortOrder, output, schema, radixSortEnabled, packedPrefix,
-      (sortNanos, peakMemory, spilled) => {
+    val newRowSorter = () => RowSorters.create(sortOrder, output, schema, radixSortEnabled,
+      packedPrefix, (sortNanos, peakMemory, spilled) => {
         longMetric("sortTime") += sortNanos / 1000000
         longMetric("peakMemory") += peakMemory
         longMetric("spillSize") += spilled
       })
-    var n = 0L
-    sorter.replay { row => rowSorter.insertRow(row); n += 1 }
-    val toRow = UnsafeProjection.create(output, output)
-    def insertBatch(b: ColumnarBatch): Unit = {
-      val rows = b.rowIterator()
-      while (rows.hasNext) { rowSorter.insertRow(toRow(rows.next())); n += 1 }
-    }
-    if (refused != null) insertBatch(refused)
-    while (batches.hasNext) { numBatches += 1; insertBatch(batches.next()) }
-    val sorted = rowSorter.sort()
-    val taskMetrics = ctx.taskMetrics()
-    longMetric("numInputBatches") += numBatches
-    longMetric("numInputRows") += n
-    longMetric("numOutputRows") += n
-    longMetric("sortTime") += rowSorter.getSortTimeNanos / 1000000
-    val peak = math.max(peakColumnar, rowSorter.getPeakMemoryUsage)
-    longMetric("peakMemory") += peak
-    longMetric("spillSize") += taskMetrics.memoryBytesSpilled - spilledBefore
-    taskMetrics.incPeakExecutionMemory(peak)
-    sorted
+    ColumnarSort.sortPartition[ColumnarBatch](batches, sorter, sorter.append, _.numRows(), insert,
+      newRowSorter, allowCarry = true, metrics).fold(_.sortedRows(), identity)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowColumnarSortExec =

@@ -4,7 +4,10 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrd
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.fullwindow.FullWindowExplain
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.fullwindow.{FullWindowConf, FullWindowExplain}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{StructField, StructType}
 
 /**
  * Runs a Python function over each key's records. The node asks for its input clustered by the
@@ -13,6 +16,10 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
  * The sorted partition then streams to the Python worker through Spark's Arrow runner (the one
  * mapInArrow uses), where consecutive records of equal key are handed to the user function as
  * one lazy iterator. No key is ever held whole, on either side.
+ *
+ * With `columnar` (KeyedPython.columnarSort) the node asks for no order: it sorts each
+ * partition itself by columns and fills the Arrow batches from them (KeyedColumnarSort), so
+ * there is no SortExec and no row-by-row Arrow writer; the batches are the same.
  */
 case class FullWindowKeyedPythonExec(
     override val nodeName: String,
@@ -21,25 +28,48 @@ case class FullWindowKeyedPythonExec(
     func: Expression,
     pandas: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends FullWindowUnaryPythonExec {
+    child: SparkPlan,
+    columnar: Boolean = false) extends FullWindowUnaryPythonExec {
 
   override def requiredChildDistribution: Seq[Distribution] =
     ClusteredDistribution(KeyedPython.distributionKeys(keys)) :: Nil
-  override def requiredChildOrdering: Seq[Seq[SortOrder]] = order :: Nil
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] = (if (columnar) Nil else order) :: Nil
   override def outputPartitioning: Partitioning =
     UnknownPartitioning(child.outputPartitioning.numPartitions)
+
+  override lazy val metrics: Map[String, SQLMetric] = pythonMetrics ++
+    (if (columnar) FullWindowMetrics.sort(sparkContext) ++ ColumnarSort.metrics(sparkContext)
+     else FullWindowMetrics.rows(sparkContext))
+
+  override protected def columnarSort: Option[KeyedColumnarSort] =
+    if (!columnar) None
+    else Some(KeyedColumnarSort(order, child.output, conf.enableRadixSort,
+      PackedSortPrefix.applies(order, conf),
+      metrics.filter { case (k, _) => k != "numInputRows" && k != "numOutputRows" }))
 
   // the running reduce also shows its order (the keys, then the input position)
   override def simpleString(maxFields: Int): String = FullWindowExplain.line(nodeName, maxFields,
     Seq[(String, Any)]("keys" -> keys) ++
       (if (order.size > keys.size) Seq("order" -> order) else Nil) ++
-      Seq("function" -> func, "output" -> output): _*)
+      Seq("function" -> func, "output" -> output) ++
+      (if (columnar) Seq("columnar" -> true) else Nil): _*)
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowKeyedPythonExec =
     copy(child = newChild)
 }
 
 object KeyedPython {
+  /**
+   * Whether a keyed Python node sorts by columns: `spark.fullwindow.sort.columnar.enabled`, every
+   * column of `input` and key of `order` qualify (ColumnarSort.keyColumns), and the Arrow
+   * batches have a fixed number of rows (PythonArrowEval.fixedBatchRows).
+   */
+  def columnarSort(order: Seq[SortOrder], input: Seq[Attribute], pandas: Boolean,
+      conf: SQLConf): Boolean =
+    FullWindowConf.columnarSortEnabled(conf) && ColumnarSort.keyColumns(order, input).isDefined &&
+      PythonArrowEval.fixedBatchRows(conf, pandas,
+        StructType(input.map(a => StructField(a.name, a.dataType, a.nullable)))).isDefined
+
   /**
    * The expressions to hash-partition by: the keys, with floating-point ones normalized
    * (-0.0 = 0.0, one NaN), as Spark does for grouping, so equal keys meet in one partition.

@@ -53,9 +53,12 @@ trait FullWindowUnaryPythonExec extends UnaryExecNode with PythonSQLMetrics {
   // the artifacts (Python files, archives) of the job that planned this node, read on the driver
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
+  /** The sort of each partition by columns, feeding the Arrow batches (keyed forms only). */
+  protected def columnarSort: Option[KeyedColumnarSort] = None
+
   override protected def doExecute(): RDD[InternalRow] = {
     val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
-      pandas)
+      pandas, columnarSort)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
     ChildRows(child).mapPartitionsWithIndexInternal { (index, rows) =>
@@ -118,17 +121,31 @@ object PythonArrowEval {
       conf: SQLConf,
       pythonMetrics: Map[String, SQLMetric],
       jobArtifactUUID: Option[String],
-      pandasFrames: Boolean = false): PythonArrowEval = {
+      pandasFrames: Boolean = false,
+      columnarSort: Option[KeyedColumnarSort] = None): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
     val rows = pandasFrameRows(conf, pandasFrames, inputSchema)
-    val batchRows = rows.getOrElse(conf.arrowMaxRecordsPerBatch)
-    val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
-    val skipByteCheck = byteLimitUnreachable(inputSchema, batchRows, maxBytes)
-    // batches of exactly batchRows rows whenever no byte limit can end one earlier
-    val fixedRows = Some(batchRows).filter(_ > 0 && (skipByteCheck || maxBytes >= Int.MaxValue))
+    val fixedRows = fixedBatchRows(conf, pandasFrames, inputSchema)
+    if (columnarSort.isDefined && fixedRows.isEmpty) {
+      throw new IllegalStateException("a columnar sort feeds batches of a fixed number of rows")
+    }
     val factory = SparkShims.mapInArrowFactory(
-      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID, fixedRows)
+      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID, fixedRows, columnarSort)
+    val skipByteCheck = byteLimitUnreachable(inputSchema,
+      rows.getOrElse(conf.arrowMaxRecordsPerBatch), SparkShims.arrowMaxBytesPerBatch(conf))
     new PythonArrowEval(factory, skipByteCheck, rows)
+  }
+
+  /**
+   * The rows of every input batch when no byte limit can end one earlier (then the batches are
+   * exactly that many rows, the last one shorter), else None.
+   */
+  def fixedBatchRows(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): Option[Int] = {
+    val batchRows = pandasFrameRows(conf, pandasFrames, inputSchema)
+      .getOrElse(conf.arrowMaxRecordsPerBatch)
+    val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
+    Some(batchRows).filter(_ > 0 &&
+      (byteLimitUnreachable(inputSchema, batchRows, maxBytes) || maxBytes >= Int.MaxValue))
   }
 
   /**

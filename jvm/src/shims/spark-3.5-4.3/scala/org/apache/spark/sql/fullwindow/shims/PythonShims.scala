@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow,
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.ArrowPythonRunner
+import org.apache.spark.sql.fullwindow.execution.{ArrowChunks, KeyedColumnarSort}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
@@ -20,6 +21,8 @@ trait PythonShims {
    * `fixedBatchRows` (the caller knows no byte limit can end a batch early) input batches of
    * exactly that many rows, the rows wrapped without a copy ([[MapInArrowRows]]); without it
    * Spark's own evaluation (MapInBatchEvaluatorFactory), batches cut by the session's limits.
+   * With `columnarSort` (and fixed batch rows) the input is sorted by it, and the batches are
+   * filled from its sorted columns ([[ArrowChunks]]), not row by row.
    */
   def mapInArrowFactory(
       output: Seq[Attribute],
@@ -28,12 +31,13 @@ trait PythonShims {
       conf: SQLConf,
       pythonMetrics: Map[String, SQLMetric],
       jobArtifactUUID: Option[String],
-      fixedBatchRows: Option[Int]): PartitionEvaluatorFactory[InternalRow, InternalRow] = {
+      fixedBatchRows: Option[Int],
+      columnarSort: Option[KeyedColumnarSort] = None): PartitionEvaluatorFactory[InternalRow, InternalRow] = {
     val args = MapInArrowArgs(output, udf, inputSchema,
       fixedBatchRows.getOrElse(conf.arrowMaxRecordsPerBatch), conf.sessionLocalTimeZone,
       conf.arrowUseLargeVarTypes, ArrowPythonRunner.getPythonRunnerConfMap(conf), pythonMetrics,
       jobArtifactUUID)
-    if (fixedBatchRows.isDefined) new MapInArrowRows(args) else MapInArrowShim.spark(args)
+    if (fixedBatchRows.isDefined) new MapInArrowRows(args, columnarSort) else MapInArrowShim.spark(args)
   }
 }
 
@@ -59,7 +63,7 @@ private[fullwindow] final case class MapInArrowArgs(
  * writer has copied a row's values before the next row is read. The output batches' type is
  * checked on the Python side (SchemaMismatchError), before they are sent.
  */
-private[fullwindow] class MapInArrowRows(args: MapInArrowArgs)
+private[fullwindow] class MapInArrowRows(args: MapInArrowArgs, columnarSort: Option[KeyedColumnarSort])
   extends PartitionEvaluatorFactory[InternalRow, InternalRow] {
 
   override def createEvaluator(): PartitionEvaluator[InternalRow, InternalRow] =
@@ -70,7 +74,11 @@ private[fullwindow] class MapInArrowRows(args: MapInArrowArgs)
           StructType(Array(StructField("struct", args.inputSchema))))
         val output = args.output
         val project = UnsafeProjection.create(output, output)
-        val batches = new WrappedRowBatches(context, inputs.head, args.batchRows)
+        val batches = columnarSort match {
+          case Some(sort) =>
+            sort.chunks(context, inputs.head, args.batchRows, args.pythonMetrics("pythonDataSent"))
+          case None => new WrappedRowBatches(context, inputs.head, args.batchRows)
+        }
         runner.compute(batches, context.partitionId(), context).flatMap { batch =>
           val struct = batch.column(0).asInstanceOf[ArrowColumnVector]
           val flat = new ColumnarBatch(

@@ -1,11 +1,17 @@
 package org.apache.spark.sql.fullwindow.shims
 
+import java.io.DataOutputStream
+
+import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.arrow.vector.ipc.ArrowStreamWriter
+
 import org.apache.spark.PartitionEvaluatorFactory
 import org.apache.spark.api.python.ChainedPythonFunctions
 import org.apache.spark.api.python.PythonEvalType.SQL_MAP_ARROW_ITER_UDF
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.PythonUDF
 import org.apache.spark.sql.execution.python.{ArrowPythonRunner, MapInBatchEvaluatorFactory}
+import org.apache.spark.sql.fullwindow.execution.ArrowChunks
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -20,8 +26,19 @@ private[fullwindow] object MapInArrowShim {
       SQL_MAP_ARROW_ITER_UDF, a.timeZone, a.largeVarTypes, a.runnerConf, a.pythonMetrics,
       a.jobArtifactUUID)
 
-  /** The runner over input of `schema`: each batch it is given goes as one Arrow batch. */
+  /**
+   * The runner over input of `schema`: each batch it is given goes as one Arrow batch; a
+   * partition given as ArrowChunks (a columnar sort's) is written by them batch by batch, in
+   * place of this line's writeIteratorToArrowStream.
+   */
   def runner(a: MapInArrowArgs, schema: StructType): ArrowPythonRunner =
     new ArrowPythonRunner(funcs(a.udf), SQL_MAP_ARROW_ITER_UDF, Array(Array(0)), schema,
-      a.timeZone, a.largeVarTypes, a.runnerConf, a.pythonMetrics, a.jobArtifactUUID)
+      a.timeZone, a.largeVarTypes, a.runnerConf, a.pythonMetrics, a.jobArtifactUUID) {
+      override protected def writeIteratorToArrowStream(root: VectorSchemaRoot,
+          writer: ArrowStreamWriter, dataOut: DataOutputStream,
+          input: Iterator[Iterator[InternalRow]]): Unit =
+        if (input.isInstanceOf[ArrowChunks]) {
+          while (ArrowChunks.writeNext(input, root, dataOut)(writer.writeBatch())) {}
+        } else super.writeIteratorToArrowStream(root, writer, dataOut, input)
+    }
 }

@@ -1,0 +1,179 @@
+package org.apache.spark.sql.fullwindow.execution
+
+import java.io.DataOutputStream
+import java.nio.channels.Channels
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.vector.{BaseFixedWidthVector, VectorSchemaRoot, VectorUnloader}
+import org.apache.arrow.vector.complex.StructVector
+import org.apache.arrow.vector.ipc.WriteChannel
+import org.apache.arrow.vector.ipc.message.MessageSerializer
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.unsafe.Platform
+
+/**
+ * The sort of a keyed Python form by columns (FullWindowKeyedPythonExec with `columnarSort`):
+ * each partition's rows, as they come from the exchange, are appended to a ColumnarSorter (the
+ * only step per row), sorted by `order` with Spark's RadixSort (runs on disk when memory is
+ * refused, the row sorter when it is refused with nothing held, as for sortPartition), and read
+ * out as [[ArrowChunks]]: Arrow batches filled straight from the sorted columns, which the
+ * line's Arrow Python runner (MapInArrowShim.runner) writes in place of rows it would put into
+ * the batch one by one with Spark's ArrowWriter. Created on the driver.
+ */
+final case class KeyedColumnarSort(
+    order: Seq[SortOrder],
+    output: Seq[Attribute],
+    radixSortEnabled: Boolean,
+    packedPrefix: Boolean,
+    metrics: Map[String, SQLMetric]) {
+
+  private val types = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
+  private val keyCols = ColumnarSort.keyColumns(order, output).getOrElse(
+    throw new IllegalStateException(s"no columnar sort by $order over $output"))
+
+  /** The partition's `rows` sorted, as Arrow batches of `batchRows` rows. */
+  def chunks(context: TaskContext, rows: Iterator[InternalRow], batchRows: Int,
+      dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => sorted(rows), types,
+    batchRows, dataSent)
+
+  private def sorted(rows: Iterator[InternalRow]): RowSource = {
+    val sorter = new ColumnarSorter(types, keyCols, order.map(_.direction == Descending).toArray,
+      order.map(_.nullOrdering == NullsFirst).toArray, TaskContext.get().taskMemoryManager())
+    val toRow = UnsafeProjection.create(output, output)
+    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
+      rowSorter.insertRow(r match {
+        case u: UnsafeRow => u
+        case other => toRow(other)
+      })
+      1L
+    }
+    val schema = StructType(output.map(a => StructField(a.name, a.dataType, a.nullable)))
+    val newRowSorter = () => RowSorters.create(order, output, schema, radixSortEnabled,
+      packedPrefix, (sortNanos, peakMemory, spilled) => {
+        metrics("sortTime") += sortNanos / 1000000
+        metrics("peakMemory") += peakMemory
+        metrics("spillSize") += spilled
+      })
+    ColumnarSort.sortPartition[InternalRow](rows, sorter, sorter.appendRow, _ => 1L, insert,
+      newRowSorter, allowCarry = true, metrics).fold(_.sortedSource(),
+      new ColumnarSort.RowsSource(_, types))
+  }
+}
+
+/**
+ * A sorted partition as the Arrow input of a Python runner: batches of exactly `batchRows` rows
+ * (the last one shorter), the rows as one struct column (mapInArrow's layout), each batch filled
+ * column by column into the root's vectors from the sorted rows (`sorted`, read on the first
+ * batch) and written by [[writeNext]]. As an iterator it only tells whether a batch is left:
+ * nothing reads rows from it. Stops once the task is completed or killed (3.5's runner writes
+ * from a thread of its own, which must not read a sorter the task has freed). Only for the
+ * fixed-width types of ColumnarSort; the vectors are those ArrowUtils.toArrowSchema gives them.
+ */
+final class ArrowChunks(
+    context: TaskContext,
+    sorted: () => RowSource,
+    types: Array[Int],
+    batchRows: Int,
+    dataSent: SQLMetric) extends Iterator[Iterator[InternalRow]] {
+
+  import ColumnarSort._
+
+  private var source: RowSource = _
+  private var ready = false
+
+  override def hasNext: Boolean = !context.isCompleted() && !context.isInterrupted() && {
+    if (source == null) { source = sorted(); ready = source.advance() }
+    ready
+  }
+
+  override def next(): Iterator[InternalRow] =
+    throw new UnsupportedOperationException("Arrow chunks are written by writeNext")
+
+  /** Fills the next batch into `root` and `write`s it to `dataOut`; false when no rows are left. */
+  def writeNext(root: VectorSchemaRoot, dataOut: DataOutputStream, write: => Unit): Boolean = {
+    if (!hasNext) return false
+    val start = dataOut.size()
+    val rows = fill(root)
+    root.setRowCount(rows)
+    write
+    dataSent += dataOut.size() - start
+    true
+  }
+
+  private def fill(root: VectorSchemaRoot): Int = {
+    val struct = root.getVector(0).asInstanceOf[StructVector]
+    while (struct.getValueCapacity < batchRows) struct.reAlloc()
+    val vectors = struct.getChildrenFromFields.asScala.map(_.asInstanceOf[BaseFixedWidthVector]).toArray
+    val data = vectors.map(_.getDataBufferAddress)
+    val valid = vectors.map(_.getValidityBufferAddress)
+    val bitBytes = (batchRows + 7) / 8
+    var c = 0
+    while (c < types.length) {
+      Platform.setMemory(valid(c), 0, bitBytes)
+      if (types(c) == Bool) Platform.setMemory(data(c), 0, bitBytes)
+      c += 1
+    }
+    var i = 0
+    while (i < batchRows && ready) {
+      c = 0
+      while (c < types.length) {
+        if (!source.isNull(c)) {
+          setBit(valid(c), i)
+          val v = source.value(c)
+          val at = data(c)
+          (types(c): @annotation.switch) match {
+            case Bool => if (v != 0L) setBit(at, i)
+            case Byte8 => Platform.putByte(null, at + i, v.toByte)
+            case Short16 => Platform.putShort(null, at + 2L * i, v.toShort)
+            case Int32 | Float32 => Platform.putInt(null, at + 4L * i, v.toInt)
+            case _ => Platform.putLong(null, at + 8L * i, v)
+          }
+        }
+        c += 1
+      }
+      i += 1
+      ready = source.advance()
+    }
+    // the struct itself is never null
+    val structValid = struct.getValidityBufferAddress
+    Platform.setMemory(structValid, 0xff.toByte, i / 8)
+    if (i % 8 != 0) Platform.putByte(null, structValid + i / 8, ((1 << (i % 8)) - 1).toByte)
+    struct.setValueCount(i)
+    i
+  }
+
+  @inline private def setBit(address: Long, i: Int): Unit = {
+    val at = address + (i >>> 3)
+    Platform.putByte(null, at, (Platform.getByte(null, at) | (1 << (i & 7))).toByte)
+  }
+}
+
+object ArrowChunks {
+  /**
+   * What a line's Arrow Python runner calls for each batch of its input (MapInArrowShim.runner):
+   * when `input` is ArrowChunks, fills its next batch into `root` and `write`s it as the line
+   * writes a batch; false when it has none left or `input` is rows (for the runner to write as
+   * it does).
+   */
+  def writeNext(input: Iterator[Iterator[InternalRow]], root: VectorSchemaRoot,
+      dataOut: DataOutputStream)(write: => Unit): Boolean = input match {
+    case chunks: ArrowChunks => chunks.writeNext(root, dataOut, write)
+    case _ => false
+  }
+
+  /**
+   * Writes `root`'s batch through `unloader` to the stream given for this batch, as the runners
+   * of 4.1 on do (they hand each batch a stream of its own, with their compression codec).
+   */
+  def serialize(unloader: VectorUnloader, dataOut: DataOutputStream): Unit = {
+    val batch = unloader.getRecordBatch()
+    try MessageSerializer.serialize(new WriteChannel(Channels.newChannel(dataOut)), batch)
+    finally batch.close()
+  }
+}

@@ -1,0 +1,265 @@
+"""The keyed Python forms sorted by columns (jvm .../execution/KeyedColumnarSort.scala): when
+every input column is a fixed-width primitive and every sort key a column, the keyed node asks
+for no SortExec; it appends the exchange's rows to the columnar sorter, radix-sorts them and
+fills the Arrow batches sent to Python straight from the sorted columns.
+
+Checked here, over Parquet input: every keyed form gives what it gives with the switch off (the
+row path: SortExec, then Spark's Arrow writer), down to the batches each key's records come in;
+null keys, one key (most partitions empty), many keys, NaN and -0.0; the running reduce's
+second sort key (input position); the plan has no `Sort [` under the node, and has it with a
+string column or the switch off; a partition larger than the execution memory is sorted in runs
+spilled to disk, and rows too wide for any run fall back to the row sorter. One session, with a
+small execution memory pool, for the whole module."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+
+import fullwindow
+from conftest import get_session
+from fullwindow import AggregateFunction
+from helpers import executed_plan
+
+KEY = "spark.fullwindow.sort.columnar.enabled"
+# A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage: each
+# chunk of 65,536 rows reserves 65,536 x (8 x columns + 32) bytes.
+SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
+ROWS = 20_000
+BIG_ROWS = 600_000
+
+OUT = "k long, n long, sizes string, digest string"
+
+
+def _digest(rows) -> str:
+    return hashlib.sha1(repr(sorted(map(repr, rows))).encode()).hexdigest()
+
+
+def per_key_arrow(key, batches):
+    """Per key: its row count, the sizes of the batches it came in, a digest of its rows."""
+    n, sizes, rows = 0, [], []
+    for b in batches:
+        n += b.num_rows
+        sizes.append(b.num_rows)
+        rows.extend(tuple(d.values()) for d in b.to_pylist())
+    yield pa.RecordBatch.from_pydict(
+        {"k": [key], "n": [n], "sizes": [json.dumps(sizes)], "digest": [_digest(rows)]},
+        schema=pa.schema([("k", pa.int64()), ("n", pa.int64()), ("sizes", pa.string()),
+                          ("digest", pa.string())]))
+
+
+def per_key_pandas(key, frames):
+    import pandas as pd
+
+    n, sizes, rows = 0, [], []
+    for pdf in frames:
+        n += len(pdf)
+        sizes.append(len(pdf))
+        # a frame's int column with a null is float: digest what no frame boundary changes
+        rows.extend((int(v), None if pd.isna(i) else int(i), repr(float(x)), bool(b), str(d))
+                    for v, i, x, b, d in zip(pdf["v"], pdf["i"], pdf["x"], pdf["b"], pdf["d"]))
+    yield pd.DataFrame({"k": [key], "n": [n], "sizes": [json.dumps(sizes)],
+                        "digest": [_digest(rows)]})
+
+
+def per_key_rows(key, rows):
+    seen = [tuple(r) for r in rows]
+    yield (key, len(seen), "", _digest(seen))
+
+
+class SumX(AggregateFunction):
+    """Count, and a sum of x that no order of the key's rows changes (x * 7 is integral)."""
+
+    def create_accumulator(self):
+        return [0, 0.0]
+
+    def add(self, value, acc):
+        acc[0] += 1
+        acc[1] += 0.0 if value.x is None or value.x != value.x else round(value.x * 7)
+        return acc
+
+    def get_result(self, acc):
+        return (acc[0], acc[1])
+
+    def merge(self, a, b):
+        return [a[0] + b[0], a[1] + b[1]]
+
+
+def add_v(a, b):
+    return Row(k=a.k, v=a.v + b.v, i=b.i, x=b.x, b=b.b, d=b.d)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = get_session(SMALL_MEMORY)
+    yield s
+    for key in (KEY, "spark.sql.execution.arrow.maxRecordsPerBatch",
+                "spark.fullwindow.runtimeMode"):
+        s.conf.unset(key)
+
+
+def _write(spark, path, n, keys, parts=3):
+    """Parquet with a long key k (nulls among them when `keys` > 1) and fixed-width columns of
+    several types, NaN and -0.0 among the doubles."""
+    h = F.xxhash64("id")
+    k = (F.lit(7) if keys == 1 else
+         F.when(F.col("id") % 23 == 0, None).otherwise(F.abs(h) % keys)).cast("long")
+    spark.range(0, n, 1, parts).select(
+        k.alias("k"), F.col("id").alias("v"),
+        F.when(F.col("id") % 13 == 0, None).otherwise((h % 1000).cast("int")).alias("i"),
+        F.when(F.col("id") % 11 == 0, F.lit(float("nan"))).when(F.col("id") % 7 == 0, F.lit(-0.0))
+        .when(F.col("id") % 19 == 0, None).otherwise((h % 100) / 7.0).alias("x"),
+        (h % 3 == 0).alias("b"),
+        F.date_add(F.lit("2024-01-01").cast("date"), (h % 50).cast("int")).alias("d"),
+    ).write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
+
+
+@pytest.fixture(scope="module")
+def many(spark, tmp_path_factory):
+    return _write(spark, str(tmp_path_factory.mktemp("keyed_columnar") / "many"), ROWS, 500)
+
+
+@pytest.fixture(scope="module")
+def one(spark, tmp_path_factory):
+    return _write(spark, str(tmp_path_factory.mktemp("keyed_columnar") / "one"), ROWS, 1)
+
+
+FORMS = {
+    "arrow": (lambda df: df.keyBy("k").fullWindowPartition().mapPartitionInArrow(per_key_arrow, OUT),
+              "FullWindowKeyedMapPartitionInArrow"),
+    "pandas": (lambda df: df.keyBy("k").fullWindowPartition().mapPartitionInPandas(per_key_pandas, OUT),
+               "FullWindowKeyedMapPartitionInPandas"),
+    "rows": (lambda df: df.keyBy("k").fullWindowPartition().mapPartition(per_key_rows, OUT),
+             "FullWindowKeyedMapPartition"),
+    "aggregate": (lambda df: df.keyBy("k").fullWindowPartition().aggregate(
+        SumX(), "n long, s double"), "FullWindowKeyedAggregate"),
+}
+
+
+def _both(spark, make):
+    """make()'s plan and rows with the columnar sort (the default), then with the switch off."""
+    out = []
+    for on in ("true", "false"):
+        spark.conf.set(KEY, on)
+        try:
+            df = make()
+            rows = sorted((tuple(r) for r in df.collect()), key=repr)
+            out.append((executed_plan(df), rows, df))
+        finally:
+            spark.conf.unset(KEY)
+    return out
+
+
+def _same(a, b) -> bool:
+    return [repr(r) for r in a] == [repr(r) for r in b]  # NaN equals itself
+
+
+def _check_plans(columnar_plan, row_plan, node):
+    assert f"{node} " in columnar_plan and "columnar=true" in columnar_plan, columnar_plan
+    assert "Sort [" not in columnar_plan, columnar_plan
+    assert "columnar=true" not in row_plan and "Sort [k#" in row_plan, row_plan
+
+
+@pytest.mark.parametrize("batch", [None, "7"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_same_results_and_batches_as_the_row_sort(spark, many, form, batch):
+    make, node = FORMS[form]
+    if batch:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
+    try:
+        (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(many))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    _check_plans(cplan, rplan, node)
+    assert _same(cols, rows)
+    assert len(cols) == 501  # 500 keys and null
+    m = fullwindow.operator_metrics(cdf)
+    assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
+    assert m[f"{node}.numInputRows"] == ROWS, m
+    # the same Arrow stream, byte for byte in size
+    sent = fullwindow.operator_metrics(rdf)[f"{node}.pythonDataSent"]
+    assert m[f"{node}.pythonDataSent"] == sent > 0, (m, sent)
+    if form in ("arrow", "pandas"):
+        assert any(r[0] is None for r in cols)
+        if batch:  # keys span batches, batches hold several keys: the same cuts either way
+            assert any(len(json.loads(r[2])) > 1 for r in cols)
+
+
+@pytest.mark.parametrize("form", ["arrow", "pandas"])
+def test_one_key_and_empty_partitions(spark, one, form):
+    make, node = FORMS[form]
+    (cplan, cols, _), (rplan, rows, _) = _both(spark, lambda: make(one))
+    _check_plans(cplan, rplan, node)
+    assert _same(cols, rows) and [(r[0], r[1]) for r in cols] == [(7, ROWS)]
+
+
+def test_running_reduce_keeps_input_order(spark, many):
+    # the running reduce sorts by the key, then the input position: a second sort key
+    spark.conf.set("spark.fullwindow.runtimeMode", "STREAMING")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "5")
+    try:
+        (cplan, cols, _), (rplan, rows, _) = _both(
+            spark, lambda: many.select("k", "v", "i", "x", "b", "d").keyBy("k").reduce(add_v))
+    finally:
+        spark.conf.unset("spark.fullwindow.runtimeMode")
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert "KeyedRunningReduce" in cplan and "columnar=true" in cplan and "Sort [" not in cplan
+    assert "Sort [" in rplan
+    assert _same(cols, rows) and len(cols) == ROWS
+
+
+def test_string_column_keeps_the_row_sort(spark, many):
+    df = many.withColumn("s", F.col("v").cast("string"))
+    out = FORMS["arrow"][0](df)
+    plan = executed_plan(out)
+    assert "columnar=true" not in plan and "Sort [k#" in plan, plan
+    assert len(out.collect()) == 501
+
+
+def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
+    # 600,000 rows of 6 columns in one partition (one task: the whole pool is its own): each
+    # chunk of 65,536 rows reserves 5.2 MB, so the pool holds three, and sorted runs go to
+    # disk and are merged
+    df = _write(spark, str(tmp_path_factory.mktemp("keyed_columnar") / "big"), BIG_ROWS, 3000)
+    make, node = FORMS["arrow"]
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        (cplan, cols, cdf), (_, rows, _) = _both(spark, lambda: make(df))
+    finally:
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    assert "columnar=true" in cplan
+    assert _same(cols, rows) and sum(r[1] for r in cols) == BIG_ROWS
+    m = fullwindow.operator_metrics(cdf)
+    assert m[f"{node}.columnarRuns"] >= 2 and m[f"{node}.spillSize"] > 0, m
+    assert m[f"{node}.rowSortFallbacks"] == 0, m
+
+
+def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(spark, tmp_path):
+    # 40 long columns: one chunk of rows would need 23 MB, more than the whole pool
+    path = str(tmp_path / "wide")
+    spark.range(0, 50_000, 1, 2).select(
+        (F.col("id") % 97).alias("k"), *[(F.col("id") + j).alias(f"v{j}") for j in range(39)],
+    ).write.parquet(path)
+    df = spark.read.parquet(path)
+
+    def make():
+        return df.keyBy("k").fullWindowPartition().mapPartitionInArrow(sum_v0, "k long, n long, s long")
+
+    (cplan, cols, cdf), (_, rows, _) = _both(spark, make)
+    assert "columnar=true" in cplan and _same(cols, rows) and len(cols) == 97
+    m = fullwindow.operator_metrics(cdf)
+    assert m["FullWindowKeyedMapPartitionInArrow.rowSortFallbacks"] >= 1, m
+
+
+def sum_v0(key, batches):
+    n = s = 0
+    for b in batches:
+        n += b.num_rows
+        s += pc.sum(b.column("v0")).as_py() or 0
+    yield pa.RecordBatch.from_pydict({"k": [key], "n": [n], "s": [s]})
