@@ -7,7 +7,7 @@ import scala.collection.mutable.ArrayBuffer
 import org.apache.spark.{SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, NullsFirst, SortOrder, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
@@ -89,25 +89,35 @@ object ColumnarSort {
     def isNull(c: Int): Boolean = row.isNullAt(c)
   }
 
+  /** The schema of `output` (the row sorter's, and the Arrow batches' checks). */
+  def schemaOf(output: Seq[Attribute]): StructType =
+    StructType(output.map(a => StructField(a.name, a.dataType, a.nullable)))
+
   /**
-   * Sorts one partition's `input` (batches or rows) by columns: each unit is `append`ed to
-   * `sorter`; when memory is refused the rows held become a sorted run on disk and appending goes
-   * on; when it is refused with nothing held, the rows on disk and the rest of the input go to
-   * the row sorter `newRowSorter()` (`insert` puts a unit into it, giving its row count) instead.
-   * Returns the sorter, sorted, or the row sorter's output; records `metric`s: sortTime,
-   * peakMemory, spillSize, numInputRows and numOutputRows, and the optional numInputBatches,
-   * columnarSorts, columnarRuns and rowSortFallbacks.
+   * Sorts one partition's `input` (batches or rows) by `order` over `output`'s columns: each unit
+   * is `append`ed to a ColumnarSorter; when memory is refused the rows held become a sorted run
+   * on disk and appending goes on; when it is refused with nothing held, the rows on disk and the
+   * rest of the input go to the row sorter (RowSorters.create, spilling as it does; `insert` puts
+   * a unit into it, giving its row count) instead. Returns the sorter, sorted, or the row
+   * sorter's output; records `metric`s: sortTime, peakMemory, spillSize, numInputRows and
+   * numOutputRows, and the optional numInputBatches, columnarSorts, columnarRuns and
+   * rowSortFallbacks.
    */
   def sortPartition[T](
       input: Iterator[T],
-      sorter: ColumnarSorter,
-      append: T => Boolean,
+      order: Seq[SortOrder],
+      output: Seq[Attribute],
+      types: Array[Int],
+      keyCols: Array[Int],
+      radixSortEnabled: Boolean,
+      packedPrefix: Boolean,
+      append: (ColumnarSorter, T) => Boolean,
       rowsOf: T => Long,
       insert: (T, FullWindowRowSorter) => Long,
-      newRowSorter: () => FullWindowRowSorter,
-      allowCarry: Boolean,
       metrics: Map[String, SQLMetric]): Either[ColumnarSorter, Iterator[InternalRow]] = {
     val ctx = TaskContext.get()
+    val sorter = new ColumnarSorter(types, keyCols, order.map(_.direction == Descending).toArray,
+      order.map(_.nullOrdering == NullsFirst).toArray, ctx.taskMemoryManager())
     ctx.addTaskCompletionListener[Unit](_ => sorter.free())
     def add(name: String, v: Long): Unit = metrics.get(name).foreach(_ += v)
     val spilledBefore = ctx.taskMetrics().memoryBytesSpilled
@@ -119,13 +129,13 @@ object ColumnarSort {
       units += 1
       // memory refused: the rows held become a sorted run on disk, and appending goes on;
       // refused with nothing held: the row sorter takes over
-      if (!append(u) && (sorter.numRows == 0 || { sorter.spillRun(); !append(u) })) {
+      if (!append(sorter, u) && (sorter.numRows == 0 || { sorter.spillRun(); !append(sorter, u) })) {
         refused = Some(u)
       } else rows += rowsOf(u)
     }
     val result = if (refused.isEmpty) {
       val start = System.nanoTime()
-      sorter.sort(allowCarry)
+      sorter.sort(allowCarry = true)
       add("sortTime", (System.nanoTime() - start) / 1000000)
       add("peakMemory", sorter.peakMemory)
       add("columnarSorts", 1)
@@ -137,7 +147,12 @@ object ColumnarSort {
       // sorter gets the rows on disk back, then the refused unit and the rest
       add("rowSortFallbacks", 1)
       if (sorter.numRows > 0) sorter.dump()
-      val rowSorter = newRowSorter()
+      val rowSorter = RowSorters.create(order, output, schemaOf(output), radixSortEnabled,
+        packedPrefix, (sortNanos, peakMemory, spilled) => {
+          add("sortTime", sortNanos / 1000000)
+          add("peakMemory", peakMemory)
+          add("spillSize", spilled)
+        })
       rows = 0L
       sorter.replay { row => rowSorter.insertRow(row); rows += 1 }
       refused.foreach { u => rows += insert(u, rowSorter) }

@@ -2,10 +2,9 @@ package org.apache.spark.sql.fullwindow.execution
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -54,21 +53,14 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
   }
 
   private def sortPartition(batches: Iterator[ColumnarBatch]): Iterator[InternalRow] = {
-    val sorter = new ColumnarSorter(types, keyCols, sortOrder.map(_.direction == Descending).toArray,
-      sortOrder.map(_.nullOrdering == NullsFirst).toArray, TaskContext.get().taskMemoryManager())
     val toRow = UnsafeProjection.create(output, output)
     val insert = (b: ColumnarBatch, rowSorter: FullWindowRowSorter) => {
       b.rowIterator().asScala.foreach(r => rowSorter.insertRow(toRow(r)))
       b.numRows().toLong
     }
-    val newRowSorter = () => RowSorters.create(sortOrder, output, schema, radixSortEnabled,
-      packedPrefix, (sortNanos, peakMemory, spilled) => {
-        longMetric("sortTime") += sortNanos / 1000000
-        longMetric("peakMemory") += peakMemory
-        longMetric("spillSize") += spilled
-      })
-    ColumnarSort.sortPartition[ColumnarBatch](batches, sorter, sorter.append, _.numRows(), insert,
-      newRowSorter, allowCarry = true, metrics).fold(_.sortedRows(), identity)
+    ColumnarSort.sortPartition[ColumnarBatch](batches, sortOrder, output, types, keyCols,
+      radixSortEnabled, packedPrefix, _.append(_), _.numRows(), insert, metrics)
+      .fold(_.sortedRows(), identity)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowColumnarSortExec =

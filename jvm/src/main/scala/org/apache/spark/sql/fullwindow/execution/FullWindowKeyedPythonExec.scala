@@ -7,7 +7,6 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.fullwindow.{FullWindowConf, FullWindowExplain}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{StructField, StructType}
 
 /**
  * Runs a Python function over each key's records. The node asks for its input clustered by the
@@ -67,8 +66,7 @@ object KeyedPython {
   def columnarSort(order: Seq[SortOrder], input: Seq[Attribute], pandas: Boolean,
       conf: SQLConf): Boolean =
     FullWindowConf.columnarSortEnabled(conf) && ColumnarSort.keyColumns(order, input).isDefined &&
-      PythonArrowEval.fixedBatchRows(conf, pandas,
-        StructType(input.map(a => StructField(a.name, a.dataType, a.nullable)))).isDefined
+      PythonArrowEval.fixedBatchRows(conf, pandas, ColumnarSort.schemaOf(input)).isDefined
 
   /**
    * The expressions to hash-partition by: the keys, with floating-point ones normalized

@@ -124,29 +124,41 @@ object PythonArrowEval {
       pandasFrames: Boolean = false,
       columnarSort: Option[KeyedColumnarSort] = None): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
-    val rows = pandasFrameRows(conf, pandasFrames, inputSchema)
-    val fixedRows = fixedBatchRows(conf, pandasFrames, inputSchema)
-    if (columnarSort.isDefined && fixedRows.isEmpty) {
+    val batches = BatchShape(conf, pandasFrames, inputSchema)
+    if (columnarSort.isDefined && batches.fixedRows.isEmpty) {
       throw new IllegalStateException("a columnar sort feeds batches of a fixed number of rows")
     }
-    val factory = SparkShims.mapInArrowFactory(
-      output, udf, inputSchema, conf, pythonMetrics, jobArtifactUUID, fixedRows, columnarSort)
-    val skipByteCheck = byteLimitUnreachable(inputSchema,
-      rows.getOrElse(conf.arrowMaxRecordsPerBatch), SparkShims.arrowMaxBytesPerBatch(conf))
-    new PythonArrowEval(factory, skipByteCheck, rows)
+    val factory = SparkShims.mapInArrowFactory(output, udf, inputSchema, conf, pythonMetrics,
+      jobArtifactUUID, batches.fixedRows, columnarSort)
+    new PythonArrowEval(factory, batches.skipByteCheck, batches.frameRows)
+  }
+
+  /**
+   * The input batches' rows: `frameRows`, the pandas forms' own (pandasFrameRows), else the
+   * session's maxRecordsPerBatch; `skipByteCheck` when no byte limit can end a batch of that
+   * many rows earlier; `fixedRows`, the rows of every batch (the last one shorter) when none
+   * can, else None.
+   */
+  private final case class BatchShape(frameRows: Option[Int], skipByteCheck: Boolean,
+      fixedRows: Option[Int])
+
+  private object BatchShape {
+    def apply(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): BatchShape = {
+      val frameRows = pandasFrameRows(conf, pandasFrames, inputSchema)
+      val batchRows = frameRows.getOrElse(conf.arrowMaxRecordsPerBatch)
+      val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
+      val skip = byteLimitUnreachable(inputSchema, batchRows, maxBytes)
+      BatchShape(frameRows, skip,
+        Some(batchRows).filter(_ > 0 && (skip || maxBytes >= Int.MaxValue)))
+    }
   }
 
   /**
    * The rows of every input batch when no byte limit can end one earlier (then the batches are
    * exactly that many rows, the last one shorter), else None.
    */
-  def fixedBatchRows(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): Option[Int] = {
-    val batchRows = pandasFrameRows(conf, pandasFrames, inputSchema)
-      .getOrElse(conf.arrowMaxRecordsPerBatch)
-    val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
-    Some(batchRows).filter(_ > 0 &&
-      (byteLimitUnreachable(inputSchema, batchRows, maxBytes) || maxBytes >= Int.MaxValue))
-  }
+  def fixedBatchRows(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): Option[Int] =
+    BatchShape(conf, pandasFrames, inputSchema).fixedRows
 
   /**
    * Rows per input Arrow batch of the pandas forms when the session does not set

@@ -12,9 +12,8 @@ import org.apache.arrow.vector.ipc.message.MessageSerializer
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.unsafe.Platform
 
 /**
@@ -43,8 +42,6 @@ final case class KeyedColumnarSort(
     batchRows, dataSent)
 
   private def sorted(rows: Iterator[InternalRow]): RowSource = {
-    val sorter = new ColumnarSorter(types, keyCols, order.map(_.direction == Descending).toArray,
-      order.map(_.nullOrdering == NullsFirst).toArray, TaskContext.get().taskMemoryManager())
     val toRow = UnsafeProjection.create(output, output)
     val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
       rowSorter.insertRow(r match {
@@ -53,16 +50,9 @@ final case class KeyedColumnarSort(
       })
       1L
     }
-    val schema = StructType(output.map(a => StructField(a.name, a.dataType, a.nullable)))
-    val newRowSorter = () => RowSorters.create(order, output, schema, radixSortEnabled,
-      packedPrefix, (sortNanos, peakMemory, spilled) => {
-        metrics("sortTime") += sortNanos / 1000000
-        metrics("peakMemory") += peakMemory
-        metrics("spillSize") += spilled
-      })
-    ColumnarSort.sortPartition[InternalRow](rows, sorter, sorter.appendRow, _ => 1L, insert,
-      newRowSorter, allowCarry = true, metrics).fold(_.sortedSource(),
-      new ColumnarSort.RowsSource(_, types))
+    ColumnarSort.sortPartition[InternalRow](rows, order, output, types, keyCols,
+      radixSortEnabled, packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
+      .fold(_.sortedSource(), new ColumnarSort.RowsSource(_, types))
   }
 }
 
