@@ -70,8 +70,15 @@ def get_session(extra: Mapping[str, str] | None = None):
     if _current["spark"] is not None and _current["conf"] == conf:
         return _current["spark"]
     if _current["spark"] is not None:
+        old = _current["conf"]
+        system = _current["spark"].sparkContext._jvm.java.lang.System
         _current["spark"].stop()
         _current["spark"] = None
+        # The JVM was launched with the first session's settings as system properties, which
+        # every later SparkConf in this JVM loads as defaults: a setting one module needed
+        # (e.g. spark.memory.fraction=0.01) would leak into the next module's session.
+        for key in set(old) - set(conf):
+            system.clearProperty(key)
     spark = fullwindow.session(master="local[2]", conf=conf, app_name="fullwindow-tests")
     spark.sparkContext.setLogLevel("ERROR")
     _current.update(spark=spark, conf=conf)
