@@ -61,8 +61,10 @@ def per_key_pandas(key, frames):
         n += len(pdf)
         sizes.append(len(pdf))
         # a frame's int column with a null is float: digest what no frame boundary changes
-        rows.extend((int(v), None if pd.isna(i) else int(i), repr(float(x)), bool(b), str(d))
-                    for v, i, x, b, d in zip(pdf["v"], pdf["i"], pdf["x"], pdf["b"], pdf["d"]))
+        rows.extend((int(v), None if pd.isna(i) else int(i), repr(float(x)), bool(b), str(d),
+                     int(t), int(s_), repr(float(f)))
+                    for v, i, x, b, d, t, s_, f in zip(pdf["v"], pdf["i"], pdf["x"], pdf["b"],
+                                                       pdf["d"], pdf["t"], pdf["s"], pdf["f"]))
     yield pd.DataFrame({"k": [key], "n": [n], "sizes": [json.dumps(sizes)],
                         "digest": [_digest(rows)]})
 
@@ -105,7 +107,7 @@ def spark():
 
 def _write(spark, path, n, keys, parts=3):
     """Parquet with a long key k (nulls among them when `keys` > 1) and fixed-width columns of
-    several types, NaN and -0.0 among the doubles."""
+    every width (boolean to long, float and double), NaN and -0.0 among the doubles."""
     h = F.xxhash64("id")
     k = (F.lit(7) if keys == 1 else
          F.when(F.col("id") % 23 == 0, None).otherwise(F.abs(h) % keys)).cast("long")
@@ -116,6 +118,8 @@ def _write(spark, path, n, keys, parts=3):
         .when(F.col("id") % 19 == 0, None).otherwise((h % 100) / 7.0).alias("x"),
         (h % 3 == 0).alias("b"),
         F.date_add(F.lit("2024-01-01").cast("date"), (h % 50).cast("int")).alias("d"),
+        (h % 100).cast("tinyint").alias("t"), (h % 1000).cast("smallint").alias("s"),
+        ((h % 1000) / 8.0).cast("float").alias("f"),
     ).write.mode("overwrite").parquet(path)
     return spark.read.parquet(path)
 

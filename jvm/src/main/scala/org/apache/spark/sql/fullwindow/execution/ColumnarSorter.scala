@@ -500,6 +500,42 @@ final class ColumnarSorter(
     }
   }
 
+  /**
+   * Whether, after sort(), every sorted row is held and found by its row index (no run on disk,
+   * no carry layout), so a reader may gather the rows column by column ([[sortedIndices]],
+   * [[gather]], [[gatherNulls]]) instead of row by row through [[sortedSource]]: a tight loop
+   * over one column lets the CPU overlap the memory reads of many rows (the sorted order visits
+   * the held rows at random), where a row-at-a-time read of every column waits on each.
+   */
+  def heldByIndex: Boolean = runs.isEmpty && !carry && sortArray != null
+
+  /** The row indices of the sorted positions [from, from + count) into `dst`. */
+  def sortedIndices(from: Long, count: Int, dst: Array[Long]): Unit = {
+    val a = sortArray
+    var at = (2 * from).toInt
+    var i = 0
+    while (i < count) { dst(i) = a(at); at += 2; i += 1 }
+  }
+
+  /** Column `c`'s words (as the sorter holds them) of the rows `rows(0 until count)`. */
+  def gather(c: Int, rows: Array[Long], count: Int, dst: Array[Long]): Unit = {
+    val chunks = values(c).toArray
+    var i = 0
+    while (i < count) {
+      val row = rows(i)
+      dst(i) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
+      i += 1
+    }
+  }
+
+  /** Column `c`'s null flags of the rows `rows(0 until count)`; false when it has no nulls. */
+  def gatherNulls(c: Int, rows: Array[Long], count: Int, dst: Array[Boolean]): Boolean =
+    colHasNull(c) && {
+      var i = 0
+      while (i < count) { dst(i) = isNull(c, rows(i)); i += 1 }
+      true
+    }
+
   /** The rows held, in sorted order (after sort()), as a source of rows. */
   private final class MemoryRun(val run: Int) extends RowSource {
     private var j = -1L

@@ -41,7 +41,8 @@ final case class KeyedColumnarSort(
       dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => sorted(rows), types,
     batchRows, dataSent)
 
-  private def sorted(rows: Iterator[InternalRow]): RowSource = {
+  /** The sorter itself when its rows can be gathered column by column, else a row source. */
+  private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] = {
     val toRow = UnsafeProjection.create(output, output)
     val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
       rowSorter.insertRow(r match {
@@ -52,7 +53,8 @@ final case class KeyedColumnarSort(
     }
     ColumnarSort.sortPartition[InternalRow](rows, order, output, types, keyCols,
       radixSortEnabled, packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
-      .fold(_.sortedSource(), new ColumnarSort.RowsSource(_, types))
+      .fold(s => if (s.heldByIndex) Left(s) else Right(s.sortedSource()),
+        rows => Right(new ColumnarSort.RowsSource(rows, types)))
   }
 }
 
@@ -67,18 +69,32 @@ final case class KeyedColumnarSort(
  */
 final class ArrowChunks(
     context: TaskContext,
-    sorted: () => RowSource,
+    sorted: () => Either[ColumnarSorter, RowSource],
     types: Array[Int],
     batchRows: Int,
     dataSent: SQLMetric) extends Iterator[Iterator[InternalRow]] {
 
   import ColumnarSort._
 
+  private var started = false
+  // the sorted rows: all held by the sorter (gathered column by column from position `heldAt`),
+  // or a source read row by row (runs merged from disk, the carry layout, the row sorter's rows)
+  private var held: ColumnarSorter = _
+  private var heldAt = 0L
   private var source: RowSource = _
   private var ready = false
+  private lazy val positions = new Array[Long](batchRows)
+  private lazy val words = new Array[Long](batchRows)
+  private lazy val nullFlags = new Array[Boolean](batchRows)
 
   override def hasNext: Boolean = !context.isCompleted() && !context.isInterrupted() && {
-    if (source == null) { source = sorted(); ready = source.advance() }
+    if (!started) {
+      started = true
+      sorted() match {
+        case Left(sorter) => held = sorter; ready = sorter.numRows > 0
+        case Right(rows) => source = rows; ready = rows.advance()
+      }
+    }
     ready
   }
 
@@ -109,6 +125,45 @@ final class ArrowChunks(
       if (types(c) == Bool) Platform.setMemory(data(c), 0, bitBytes)
       c += 1
     }
+    val i = if (held != null) fillHeld(data, valid) else fillRows(data, valid)
+    // the struct itself is never null
+    setFirst(struct.getValidityBufferAddress, i)
+    struct.setValueCount(i)
+    i
+  }
+
+  /** The next batch gathered column by column from the sorter's held rows; its row count. */
+  private def fillHeld(data: Array[Long], valid: Array[Long]): Int = {
+    val rows = math.min(batchRows.toLong, held.numRows - heldAt).toInt
+    held.sortedIndices(heldAt, rows, positions)
+    var c = 0
+    while (c < types.length) {
+      if (!held.gatherNulls(c, positions, rows, nullFlags)) setFirst(valid(c), rows)
+      else {
+        var i = 0
+        while (i < rows) { if (!nullFlags(i)) setBit(valid(c), i); i += 1 }
+      }
+      held.gather(c, positions, rows, words)
+      val at = data(c)
+      var i = 0
+      (types(c): @annotation.switch) match {
+        case Bool => while (i < rows) { if (words(i) != 0L) setBit(at, i); i += 1 }
+        case Byte8 => while (i < rows) { Platform.putByte(null, at + i, words(i).toByte); i += 1 }
+        case Short16 => while (i < rows) { Platform.putShort(null, at + 2L * i, words(i).toShort); i += 1 }
+        case Int32 | Float32 => while (i < rows) { Platform.putInt(null, at + 4L * i, words(i).toInt); i += 1 }
+        case _ => Platform.copyMemory(words, Platform.LONG_ARRAY_OFFSET, null, at, 8L * rows)
+      }
+      c += 1
+    }
+    heldAt += rows
+    ready = heldAt < held.numRows
+    if (!ready) held.free()
+    rows
+  }
+
+  /** The next batch read row by row from `source`; its row count. */
+  private def fillRows(data: Array[Long], valid: Array[Long]): Int = {
+    var c = 0
     var i = 0
     while (i < batchRows && ready) {
       c = 0
@@ -130,12 +185,13 @@ final class ArrowChunks(
       i += 1
       ready = source.advance()
     }
-    // the struct itself is never null
-    val structValid = struct.getValidityBufferAddress
-    Platform.setMemory(structValid, 0xff.toByte, i / 8)
-    if (i % 8 != 0) Platform.putByte(null, structValid + i / 8, ((1 << (i % 8)) - 1).toByte)
-    struct.setValueCount(i)
     i
+  }
+
+  /** Sets the first `n` bits of the (zeroed) bitmap at `address`. */
+  private def setFirst(address: Long, n: Int): Unit = {
+    Platform.setMemory(address, 0xff.toByte, n / 8)
+    if (n % 8 != 0) Platform.putByte(null, address + n / 8, ((1 << (n % 8)) - 1).toByte)
   }
 
   @inline private def setBit(address: Long, i: Int): Unit = {
