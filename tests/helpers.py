@@ -91,9 +91,10 @@ def _plan_nodes(df: DataFrame, metrics: tuple[str, ...]) -> list[tuple[str, dict
     return [from_jvm(plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan)]
 
 
-def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
+def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, Any]]:
     """For each local sort feeding a FullWindow node of ``df``'s executed plan, after an action:
-    the sort's peak memory, and the time its whole-stage-codegen stage (when it sits in one)
+    its node's name (Spark's ``Sort`` or fullwindow's ``FullWindowColumnarSort``), the sort's
+    peak memory, and the time its whole-stage-codegen stage (when it sits in one)
     spent producing rows, -1 when it sits in none."""
     found = []
     stack = _plan_nodes(df, ("pipelineTime", "peakMemory"))
@@ -106,8 +107,8 @@ def sorts_under_fullwindow(df: DataFrame) -> list[dict[str, int]]:
             stage, sort = None, child
             if child[0].startswith("WholeStageCodegen"):
                 stage, sort = child, child[2][0]
-            if sort[0] == "Sort":
-                found.append({"peakMemory": int(sort[1]["peakMemory"]),
+            if sort[0] in ("Sort", "FullWindowColumnarSort"):
+                found.append({"name": sort[0], "peakMemory": int(sort[1]["peakMemory"]),
                               "stageTime": -1 if stage is None else int(stage[1]["pipelineTime"])})
     return found
 

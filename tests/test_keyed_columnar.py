@@ -218,6 +218,23 @@ def test_running_reduce_keeps_input_order(spark, many):
     assert _same(cols, rows) and len(cols) == ROWS
 
 
+def test_aggregate_columns_sort_by_columns(spark, many):
+    # the keyed aggregate(*columns) runs Spark's aggregation iterator over rows sorted by key:
+    # the columnar sort takes the place of the SortExec under it
+    def make():
+        return many.keyBy("k").fullWindowPartition().aggregate(
+            F.count("*").alias("n"), F.sum("v").alias("sv"), F.max("x").alias("mx"),
+            F.sort_array(F.collect_list("i")).alias("is_"))
+
+    (cplan, cols, cdf), (rplan, rows, _) = _both(spark, make)
+    assert "FullWindowColumnarSort " in cplan and "columnar=true" in cplan, cplan
+    assert "Sort [" not in cplan and "Sort [k#" in rplan, rplan
+    assert _same(cols, rows) and len(cols) == 501 and sum(r[1] for r in cols) == ROWS
+    m = fullwindow.operator_metrics(cdf)
+    assert m["FullWindowColumnarSort.columnarSorts"] >= 1, m
+    assert m["FullWindowColumnarSort.numInputRows"] == ROWS, m
+
+
 def test_string_column_keeps_the_row_sort(spark, many):
     df = many.withColumn("s", F.col("v").cast("string"))
     out = FORMS["arrow"][0](df)
@@ -227,8 +244,8 @@ def test_string_column_keeps_the_row_sort(spark, many):
 
 
 def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
-    # 600,000 rows of 6 columns in one partition (one task: the whole pool is its own): each
-    # chunk of 65,536 rows reserves 5.2 MB, so the pool holds three, and sorted runs go to
+    # 600,000 rows of 9 columns in one partition (one task: the whole pool is its own): each
+    # chunk of 65,536 rows reserves 6.8 MB, so the pool holds two, and sorted runs go to
     # disk and are merged
     df = _write(spark, str(tmp_path_factory.mktemp("keyed_columnar") / "big"), BIG_ROWS, 3000)
     make, node = FORMS["arrow"]

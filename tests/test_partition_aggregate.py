@@ -134,7 +134,19 @@ def test_a_sort_over_a_shuffle_runs_outside_its_codegen_stage(spark):
     got = q.collect()
     assert sorted(set(r.k for r in got)) == [0, 1, 2] and sum(r.s for r in got) == sum(range(100))
     sorts = sorts_under_fullwindow(q)
-    assert len(sorts) == 1 and sorts[0]["stageTime"] == 0 and sorts[0]["peakMemory"] > 0, sorts
+    # sorted by columns (the default): fullwindow's node, in no code-generated stage
+    assert [s["name"] for s in sorts] == ["FullWindowColumnarSort"], sorts
+    assert sorts[0]["stageTime"] == -1 and sorts[0]["peakMemory"] > 0, sorts
+    spark.conf.set("spark.fullwindow.sort.columnar.enabled", "false")
+    try:
+        q = spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ k, sum(v) AS s FROM fw_agg_shuffled "
+                      "GROUP BY k")
+        assert sum(r.s for r in q.collect()) == sum(range(100))
+        sorts = sorts_under_fullwindow(q)
+    finally:
+        spark.conf.unset("spark.fullwindow.sort.columnar.enabled")
+    assert [s["name"] for s in sorts] == ["Sort"], sorts
+    assert sorts[0]["stageTime"] == 0 and sorts[0]["peakMemory"] > 0, sorts
 
 
 def test_sql_hint_group_by_with_order_by_and_having(spark, view):

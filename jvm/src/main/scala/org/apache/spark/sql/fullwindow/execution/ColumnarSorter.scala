@@ -569,10 +569,45 @@ final class ColumnarSorter(
   }
 
   /**
+   * The held rows in sorted order (heldByIndex), gathered column by column a block of BlockRows
+   * rows at a time and read from the block; frees everything once it has no more rows.
+   */
+  private final class GatheredRun extends RowSource {
+    private val total = n
+    private val positions = new Array[Long](BlockRows)
+    private val words = Array.fill(numCols)(new Array[Long](BlockRows))
+    private val nullFlags = Array.fill(numCols)(new Array[Boolean](BlockRows))
+    private val blockHasNull = new Array[Boolean](numCols)
+    private var start = 0L // of the next block
+    private var rows = 0
+    private var i = -1
+    def run: Int = 0
+    def advance(): Boolean = {
+      i += 1
+      if (i < rows) return true
+      if (start >= total) { free(); return false }
+      rows = math.min(BlockRows.toLong, total - start).toInt
+      sortedIndices(start, rows, positions)
+      var c = 0
+      while (c < numCols) {
+        gather(c, positions, rows, words(c))
+        blockHasNull(c) = gatherNulls(c, positions, rows, nullFlags(c))
+        c += 1
+      }
+      start += rows
+      i = 0
+      true
+    }
+    def value(c: Int): Long = words(c)(i)
+    def isNull(c: Int): Boolean = blockHasNull(c) && nullFlags(c)(i)
+  }
+
+  /**
    * The sorted rows (after sort()) as one source: the rows held, merged with the runs spilled
    * before when there are any. Frees everything once it has no more rows.
    */
   def sortedSource(): RowSource = {
+    if (heldByIndex) return new GatheredRun
     val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
     if (sources.length == 1) {
       val only = sources.head

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -12,22 +12,26 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /**
- * sortPartition over a columnar child (FullWindowColumnarRule puts it in place of
- * FullWindowSortPartitionExec over Spark's ColumnarToRowExec): each partition's batches are
- * copied into columns and sorted by (key word, row index) with Spark's RadixSort, then written
- * out as UnsafeRows (ColumnarSorter). Only for columns of fixed-width primitive types and keys
+ * sortPartition by columns (FullWindowColumnarRule puts it in place of
+ * FullWindowSortPartitionExec over Spark's ColumnarToRowExec, and, named
+ * `FullWindowColumnarSort`, in place of the SortExec that EnsureRequirements puts under a keyed
+ * FullWindowAggregate): each partition's batches (a columnar child) or rows (a row child, such
+ * as the exchange) are copied into columns and sorted by (key word, row index) with Spark's
+ * RadixSort, then written out as UnsafeRows (ColumnarSorter). Only for columns of fixed-width primitive types and keys
  * that are columns (ColumnarSort.keyColumns). When the task's memory manager refuses more memory,
  * the rows held are sorted and written to disk as a run, and the runs are merged on output. When
  * it refuses memory with nothing held, the partition falls back to the row sorter of
  * FullWindowSortPartitionExec (spilling as it does): the rows on disk first, then the rest.
  *
- * Prints as `FullWindowSortPartition ... columnar=true`; its metrics are the row sorter's plus
+ * Prints as `FullWindowSortPartition ... columnar=true` (or its `name`); its metrics are the row sorter's plus
  * the partitions sorted by columns, the runs they spilled and the partitions that fell back.
  */
-case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPlan)
-  extends UnaryExecNode {
+case class FullWindowColumnarSortExec(
+    sortOrder: Seq[SortOrder],
+    child: SparkPlan,
+    name: String = "FullWindowSortPartition") extends UnaryExecNode {
 
-  override def nodeName: String = "FullWindowSortPartition"
+  override def nodeName: String = name
   override def output: Seq[Attribute] = child.output
   override def outputOrdering: Seq[SortOrder] = sortOrder
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -49,10 +53,11 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
 
   override protected def doExecute(): RDD[InternalRow] = {
     metrics // created on the driver, before the tasks use them
-    child.executeColumnar().mapPartitionsInternal(sortPartition)
+    if (child.supportsColumnar) child.executeColumnar().mapPartitionsInternal(sortBatches)
+    else child.execute().mapPartitionsInternal(sortRows)
   }
 
-  private def sortPartition(batches: Iterator[ColumnarBatch]): Iterator[InternalRow] = {
+  private def sortBatches(batches: Iterator[ColumnarBatch]): Iterator[InternalRow] = {
     val toRow = UnsafeProjection.create(output, output)
     val insert = (b: ColumnarBatch, rowSorter: FullWindowRowSorter) => {
       b.rowIterator().asScala.foreach(r => rowSorter.insertRow(toRow(r)))
@@ -60,6 +65,20 @@ case class FullWindowColumnarSortExec(sortOrder: Seq[SortOrder], child: SparkPla
     }
     ColumnarSort.sortPartition[ColumnarBatch](batches, sortOrder, output, types, keyCols,
       radixSortEnabled, packedPrefix, _.append(_), _.numRows(), insert, metrics)
+      .fold(_.sortedRows(), identity)
+  }
+
+  private def sortRows(rows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val toRow = UnsafeProjection.create(output, output)
+    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
+      rowSorter.insertRow(r match {
+        case u: UnsafeRow => u
+        case other => toRow(other)
+      })
+      1L
+    }
+    ColumnarSort.sortPartition[InternalRow](rows, sortOrder, output, types, keyCols,
+      radixSortEnabled, packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
       .fold(_.sortedRows(), identity)
   }
 

@@ -1,15 +1,17 @@
 package org.apache.spark.sql.fullwindow.rules
 
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, ColumnarToRowExec, SparkPlan}
+import org.apache.spark.sql.execution.{ColumnarRule, ColumnarToRowExec, SortExec, SparkPlan}
 import org.apache.spark.sql.fullwindow.FullWindowConf
-import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowColumnarSortExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggregateExec, FullWindowColumnarSortExec, FullWindowSortPartitionExec}
 
 /**
  * Puts the columnar sort (FullWindowColumnarSortExec) in place of sortPartition's row sort over
  * Spark's own ColumnarToRowExec, once transitions are inserted and before whole-stage code
  * generation, when `spark.fullwindow.sort.columnar.enabled` (default true) and every column and
- * key qualifies (ColumnarSort.keyColumns). A ColumnarToRowExec put back above the columnar
+ * key qualifies (ColumnarSort.keyColumns); likewise in place of the SortExec EnsureRequirements puts
+ * under a FullWindowAggregate with keys (the keyed `aggregate(*columns)`, over the exchange's
+ * rows or a columnar child). A ColumnarToRowExec put back above the columnar
  * child by a later pass of the transitions (adaptive execution) is taken out again. Other
  * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort.
  */
@@ -26,6 +28,14 @@ object FullWindowColumnarRule extends ColumnarRule {
           FullWindowColumnarSortExec(s.sortOrder, s.child.children.head)
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
+        case a: FullWindowAggregateExec => a.child match {
+          case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
+            val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
+              s.child.children.head
+            } else s.child
+            a.copy(child = FullWindowColumnarSortExec(s.sortOrder, input, "FullWindowColumnarSort"))
+          case _ => a
+        }
       }
   }
 
