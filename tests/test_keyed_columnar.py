@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from conftest import get_session
-from fullwindow import AggregateFunction
+from fullwindow import AggregateFunction, EndOfStreamWindows
 from helpers import executed_plan
 
 KEY = "spark.fullwindow.sort.columnar.enabled"
@@ -284,3 +284,39 @@ def sum_v0(key, batches):
         n += b.num_rows
         s += pc.sum(b.column("v0")).as_py() or 0
     yield pa.RecordBatch.from_pydict({"k": [key], "n": [n], "s": [s]})
+
+
+def per_key_sides(key, lefts, rights):
+    ls = [tuple(r) for r in lefts]
+    rs = [tuple(r) for r in rights]
+    yield (key, len(ls), len(rs), _digest(ls + [None] + rs))
+
+
+@pytest.mark.parametrize("left_rows", [130_000, 600_000])
+def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
+    # One partition, 3 long columns a side: a chunk of 65,536 rows reserves 3.7 MB of the
+    # 17.5 MiB pool. The first side sorted holds its rows (130,000: all of them; 600,000: its
+    # last ones, after runs on disk) while the merge reads them; the other side's sort then
+    # needs memory, which makes the first write the rows it has not handed over yet to disk.
+    left = spark.range(0, left_rows, 1, 2).select(
+        (F.xxhash64("id") % 5000).alias("k"), F.col("id").alias("v"), (F.col("id") * 3).alias("w"))
+    right = spark.range(0, 600_000, 1, 2).select(
+        (F.xxhash64(F.col("id") + 7) % 5000).alias("k"), F.col("id").alias("v"),
+        F.when(F.col("id") % 17 == 0, None).otherwise(F.col("id") * 5).alias("w"))
+
+    def make():
+        return left.keyBy("k").coGroup(right.keyBy("k")).window(EndOfStreamWindows.get()).apply(
+            per_key_sides, "k long, nl long, nr long, digest string")
+
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        (cplan, cols, cdf), (rplan, rows, _) = _both(spark, make)
+    finally:
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    assert cplan.count("FullWindowColumnarSort ") == 2 and "Sort [" not in cplan, cplan
+    assert rplan.count("Sort [k#") == 2, rplan
+    assert _same(cols, rows) and len(cols) == 9999
+    assert sum(r[1] for r in cols) == left_rows and sum(r[2] for r in cols) == 600_000
+    m = fullwindow.operator_metrics(cdf)
+    assert m["FullWindowColumnarSort.columnarRuns"] >= 1, m
+    assert m["FullWindowColumnarSort.rowSortFallbacks"] == 0, m

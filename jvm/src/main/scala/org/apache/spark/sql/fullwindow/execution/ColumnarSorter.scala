@@ -120,6 +120,7 @@ object ColumnarSort {
       order.map(_.nullOrdering == NullsFirst).toArray, ctx.taskMemoryManager())
     ctx.addTaskCompletionListener[Unit](_ => sorter.free())
     def add(name: String, v: Long): Unit = metrics.get(name).foreach(_ += v)
+    sorter.onOutputSpill = bytes => { add("columnarRuns", 1); add("spillSize", bytes) }
     val spilledBefore = ctx.taskMetrics().memoryBytesSpilled
     var refused: Option[T] = None
     var units = 0L
@@ -196,8 +197,11 @@ object ColumnarSort {
  * stable). When append is refused with nothing held, the caller falls back to the row sorter:
  * dump() writes what is held to disk in input order and replay() feeds every row on disk to it.
  *
- * This consumer never spills on request (spill returns 0): another consumer of the same task
- * that needs memory spills its own.
+ * While it appends, this consumer does not spill on request (spill returns 0): it writes runs
+ * when its own memory is refused. Once its output is being read, another consumer of the same
+ * task (the other side's sort of a coGroup) that needs memory makes it write the rows not read
+ * yet to disk as one run, read on from there, and free their memory (the row the reader is on,
+ * and a block already gathered, stay with the reader); the carry layout does not spill.
  */
 final class ColumnarSorter(
     types: Array[Int],
@@ -238,7 +242,34 @@ final class ColumnarSorter(
   def numRuns: Int = runs.length
   def bytesSpilled: Long = spilledBytes
 
-  override def spill(size: Long, trigger: MemoryConsumer): Long = 0L
+  // the reader of the held rows, once output began (GatheredRun or MemoryRun): spill() asks it
+  private var reader: SpillableRun = _
+
+  /** Told the memory freed each time the output's rest is spilled on request. */
+  var onOutputSpill: Long => Unit = _ => ()
+
+  override def spill(size: Long, trigger: MemoryConsumer): Long =
+    if ((trigger eq this) || reader == null || held == 0) 0L
+    else {
+      val freed = reader.spillRest()
+      if (freed > 0) onOutputSpill(freed)
+      freed
+    }
+
+  /** A reader of the held rows that can move the rows it has not read yet to disk. */
+  private trait SpillableRun extends RowSource {
+    /** Writes the held rows not read yet as a run, reads on from it; the memory freed. */
+    def spillRest(): Long
+  }
+
+  /**
+   * Writes the held rows at sorted positions [from, n) as a run and frees the held rows; the run
+   * read back from its first row (the caller advances it).
+   */
+  private def spillTail(from: Long): FileRun = {
+    writeRun(n - from, j => sortArray((2 * (from + j)).toInt))
+    new FileRun(runs.last, 0)
+  }
 
   private def reserve(bytes: Long): Boolean = {
     val got = acquireMemory(bytes)
@@ -537,14 +568,31 @@ final class ColumnarSorter(
     }
 
   /** The rows held, in sorted order (after sort()), as a source of rows. */
-  private final class MemoryRun(val run: Int) extends RowSource {
+  private final class MemoryRun(val run: Int) extends SpillableRun {
+    reader = this
     private var j = -1L
     private var row = 0L
+    // once spilled: the current row's columns, then the rows after it from `tail`
+    private var tail: FileRun = _
+    private var onTail = false
+    private lazy val current = new Array[Long](numCols)
+    private lazy val currentNull = new Array[Boolean](numCols)
+    def spillRest(): Long = {
+      if (carry || tail != null || j + 1 >= n) return 0L
+      if (j >= 0) {
+        var c = 0
+        while (c < numCols) { current(c) = value(c); currentNull(c) = isNull(c); c += 1 }
+      }
+      val freed = held
+      tail = spillTail(j + 1)
+      freed
+    }
     private val decoded = new Array[Long](numCols)
     private val pack = carryPack.reverse.toArray // least significant first
     private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
     if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
     def advance(): Boolean = {
+      if (tail != null) { onTail = true; return tail.advance() }
       j += 1
       if (j >= n) return false
       val at = (2 * j).toInt
@@ -564,16 +612,23 @@ final class ColumnarSorter(
       }
       true
     }
-    def value(c: Int): Long = if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
-    def isNull(c: Int): Boolean = !carry && ColumnarSorter.this.isNull(c, row)
+    def value(c: Int): Long =
+      if (tail != null) { if (onTail) tail.value(c) else current(c) }
+      else if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
+    def isNull(c: Int): Boolean =
+      if (tail != null) { if (onTail) tail.isNull(c) else currentNull(c) }
+      else !carry && ColumnarSorter.this.isNull(c, row)
   }
 
   /**
    * The held rows in sorted order (heldByIndex), gathered column by column a block of BlockRows
    * rows at a time and read from the block; frees everything once it has no more rows.
    */
-  private final class GatheredRun extends RowSource {
+  private final class GatheredRun extends SpillableRun {
+    reader = this
     private val total = n
+    private var tail: FileRun = _ // the rows after the current block, once spilled
+    private var onTail = false
     private val positions = new Array[Long](BlockRows)
     private val words = Array.fill(numCols)(new Array[Long](BlockRows))
     private val nullFlags = Array.fill(numCols)(new Array[Boolean](BlockRows))
@@ -582,9 +637,17 @@ final class ColumnarSorter(
     private var rows = 0
     private var i = -1
     def run: Int = 0
+    def spillRest(): Long = {
+      if (tail != null || start >= total) return 0L
+      val freed = held
+      tail = spillTail(start)
+      freed
+    }
     def advance(): Boolean = {
+      if (onTail) return tail.advance() || { free(); false }
       i += 1
       if (i < rows) return true
+      if (tail != null) { onTail = true; return advance() }
       if (start >= total) { free(); return false }
       rows = math.min(BlockRows.toLong, total - start).toInt
       sortedIndices(start, rows, positions)
@@ -598,8 +661,8 @@ final class ColumnarSorter(
       i = 0
       true
     }
-    def value(c: Int): Long = words(c)(i)
-    def isNull(c: Int): Boolean = blockHasNull(c) && nullFlags(c)(i)
+    def value(c: Int): Long = if (onTail) tail.value(c) else words(c)(i)
+    def isNull(c: Int): Boolean = if (onTail) tail.isNull(c) else blockHasNull(c) && nullFlags(c)(i)
   }
 
   /**
@@ -707,16 +770,17 @@ final class ColumnarSorter(
    */
   def spillRun(): Unit = {
     sort(allowCarry = false)
-    writeRun(j => sortArray((2 * j).toInt))
+    writeRun(n, j => sortArray((2 * j).toInt))
   }
 
   /**
    * Writes the rows held, in input order, to a local temp file and frees their memory, before
    * the row sorter of a fallback needs it; replay() reads them back with the runs.
    */
-  def dump(): Unit = writeRun(j => j)
+  def dump(): Unit = writeRun(n, j => j)
 
-  private def writeRun(rowAt: Long => Long): Unit = {
+  /** Writes `count` held rows, the j-th at row index `rowAt(j)`, as a run; frees the held rows. */
+  private def writeRun(count: Long, rowAt: Long => Long): Unit = {
     val env = SparkEnv.get
     val (block, file) = env.blockManager.diskBlockManager.createTempLocalBlock()
     runs += RunFile(block, file)
@@ -726,8 +790,8 @@ final class ColumnarSorter(
     val vals = new Array[Long](BlockRows)
     try {
       var j = 0L
-      while (j < n) {
-        val rows = math.min(BlockRows.toLong, n - j).toInt
+      while (j < count) {
+        val rows = math.min(BlockRows.toLong, count - j).toInt
         out.writeInt(rows)
         var c = 0
         while (c < numCols) {
@@ -822,6 +886,7 @@ final class ColumnarSorter(
 
   /** Frees everything (idempotent): at the end of the output and when the task completes. */
   def free(): Unit = {
+    reader = null
     releaseColumns()
     reading.foreach(_.close())
     reading.clear()

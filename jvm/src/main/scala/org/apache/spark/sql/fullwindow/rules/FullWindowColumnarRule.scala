@@ -3,15 +3,15 @@ package org.apache.spark.sql.fullwindow.rules
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, ColumnarToRowExec, SortExec, SparkPlan}
 import org.apache.spark.sql.fullwindow.FullWindowConf
-import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggregateExec, FullWindowColumnarSortExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggregateExec, FullWindowCoGroupExec, FullWindowColumnarSortExec, FullWindowSortPartitionExec}
 
 /**
  * Puts the columnar sort (FullWindowColumnarSortExec) in place of sortPartition's row sort over
  * Spark's own ColumnarToRowExec, once transitions are inserted and before whole-stage code
  * generation, when `spark.fullwindow.sort.columnar.enabled` (default true) and every column and
  * key qualifies (ColumnarSort.keyColumns); likewise in place of the SortExec EnsureRequirements puts
- * under a FullWindowAggregate with keys (the keyed `aggregate(*columns)`, over the exchange's
- * rows or a columnar child). A ColumnarToRowExec put back above the columnar
+ * under a FullWindowAggregate with keys (the keyed `aggregate(*columns)`) and under each side of a
+ * FullWindowCoGroup, over the exchange's rows or a columnar child. A ColumnarToRowExec put back above the columnar
  * child by a later pass of the transitions (adaptive execution) is taken out again. Other
  * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort.
  */
@@ -28,15 +28,19 @@ object FullWindowColumnarRule extends ColumnarRule {
           FullWindowColumnarSortExec(s.sortOrder, s.child.children.head)
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
-        case a: FullWindowAggregateExec => a.child match {
-          case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
-            val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
-              s.child.children.head
-            } else s.child
-            a.copy(child = FullWindowColumnarSortExec(s.sortOrder, input, "FullWindowColumnarSort"))
-          case _ => a
-        }
+        case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child))
+        case g: FullWindowCoGroupExec => g.copy(left = byColumns(g.left), right = byColumns(g.right))
       }
+
+    /** The columnar sort in place of a local SortExec whose columns and keys qualify. */
+    private def byColumns(plan: SparkPlan): SparkPlan = plan match {
+      case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
+        val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
+          s.child.children.head
+        } else s.child
+        FullWindowColumnarSortExec(s.sortOrder, input, "FullWindowColumnarSort")
+      case other => other
+    }
   }
 
   override def postColumnarTransitions: Rule[SparkPlan] = Rewrite
