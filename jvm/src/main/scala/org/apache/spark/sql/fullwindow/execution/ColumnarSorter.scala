@@ -11,16 +11,20 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFi
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.storage.BlockId
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.array.LongArray
 import org.apache.spark.unsafe.memory.MemoryBlock
+import org.apache.spark.unsafe.types.UTF8String
 import org.apache.spark.util.collection.unsafe.sort.RadixSort
 
 /**
- * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every column of
- * a fixed-width primitive type and every key a column of the input.
+ * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every key a
+ * column of the input of a fixed-width primitive type; every other column of such a type or,
+ * for sortPartition (not the keyed Python forms yet), a string or binary column (its bytes are
+ * carried as they are).
  */
 object ColumnarSort {
   // How a column is held (one long per value) and written back.
@@ -31,6 +35,11 @@ object ColumnarSort {
   final val Long64 = 4  // long, timestamp, timestamp_ntz, day-time interval
   final val Float32 = 5
   final val Double64 = 6
+  // Variable width (never a key): the row's bytes of each such column are held in byte pages
+  final val Str = 7     // any StringType (collated ones too: the bytes are copied verbatim)
+  final val Bin = 8
+
+  @inline def isVarWidth(t: Int): Boolean = t == Str || t == Bin
 
   def typeCode(dt: DataType): Int = dt match {
     case BooleanType => Bool
@@ -42,19 +51,26 @@ object ColumnarSort {
     case _: DayTimeIntervalType => Long64
     case FloatType => Float32
     case DoubleType => Double64
+    case _: StringType => Str
+    case BinaryType => Bin
     case _ => -1
   }
 
-  /** The column index of each key, when the columnar sort applies to `order` over `output`. */
-  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute]): Option[Array[Int]] = {
-    if (order.isEmpty || !output.forall(a => typeCode(a.dataType) >= 0)) return None
+  /**
+   * The column index of each key, when the columnar sort applies to `order` over `output`: keys
+   * of a fixed-width type, other columns too unless `varWidth` (string and binary columns allowed).
+   */
+  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute],
+      varWidth: Boolean = false): Option[Array[Int]] = {
+    val types = output.map(a => typeCode(a.dataType))
+    if (order.isEmpty || !types.forall(t => t >= 0 && (varWidth || !isVarWidth(t)))) return None
     val idx = order.map { o =>
       o.child match {
         case a: Attribute => output.indexWhere(_.exprId == a.exprId)
         case _ => -1
       }
     }
-    if (idx.forall(_ >= 0)) Some(idx.toArray) else None
+    if (idx.forall(i => i >= 0 && !isVarWidth(types(i)))) Some(idx.toArray) else None
   }
 
   /**
@@ -80,13 +96,36 @@ object ColumnarSort {
     case _ => java.lang.Double.doubleToRawLongBits(row.getDouble(c))
   }
 
+  /**
+   * Column `c` (not null, of type `t`: Str or Bin) of `row` as its bytes: no copy for an
+   * UnsafeRow (a binary field is laid out as a string's) or a string.
+   */
+  @inline def getBytes(row: InternalRow, c: Int, t: Int): UTF8String =
+    if (t == Str || row.isInstanceOf[UnsafeRow]) row.getUTF8String(c)
+    else UTF8String.fromBytes(row.getBinary(c))
+
+  /** Column `c` (not null, of type Str or Bin) of vector `v` at `i` as its bytes. */
+  @inline def getBytes(v: ColumnVector, i: Int, t: Int): UTF8String =
+    // a WritableColumnVector gives a binary value's bytes as it gives a string's (no copy)
+    if (t == Str || v.isInstanceOf[WritableColumnVector]) v.getUTF8String(i)
+    else UTF8String.fromBytes(v.getBinary(i))
+
   /** Rows (the row sorter's output, when the columnar sort fell back to it) as a RowSource. */
   final class RowsSource(rows: Iterator[InternalRow], types: Array[Int]) extends RowSource {
     private var row: InternalRow = _
+    private var bytesCol = -1
+    private var bytes: UTF8String = _
     def run: Int = 0
-    def advance(): Boolean = rows.hasNext && { row = rows.next(); true }
+    def advance(): Boolean = rows.hasNext && { row = rows.next(); bytesCol = -1; true }
     def value(c: Int): Long = getWord(row, c, types(c))
     def isNull(c: Int): Boolean = row.isNullAt(c)
+    private def bytesOf(c: Int): UTF8String = {
+      if (c != bytesCol) { bytes = getBytes(row, c, types(c)); bytesCol = c }
+      bytes
+    }
+    def bytesBase(c: Int): AnyRef = bytesOf(c).getBaseObject
+    def bytesOffset(c: Int): Long = bytesOf(c).getBaseOffset
+    def bytesLength(c: Int): Int = bytesOf(c).numBytes()
   }
 
   /** The schema of `output` (the row sorter's, and the Arrow batches' checks). */
@@ -147,6 +186,7 @@ object ColumnarSort {
       // sorter gets the rows on disk back, then the refused unit and the rest
       add("rowSortFallbacks", 1)
       if (sorter.numRows > 0) sorter.dump()
+      add("columnarRuns", sorter.numRuns) // the runs spilled before it fell back
       val rowSorter = RowSorters.create(order, output, schemaOf(output), radixSortEnabled,
         packedPrefix, (sortNanos, peakMemory, spilled) => {
           add("sortTime", sortNanos / 1000000)
@@ -188,6 +228,11 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
+ * String and binary columns (never keys) are held row by row: each row's record (the length of
+ * each such column's value, then their bytes) lies in on-heap byte pages of 1 MiB (a record
+ * larger than that in a page of its own), and a long a row gives its page and offset. The pages
+ * are accounted as the chunks are.
+ *
  * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
  * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
  * them to a local temp file as a run (blocks of rows, column by column, through the serializer
@@ -214,6 +259,7 @@ final class ColumnarSorter(
   private val Mask = ChunkRows - 1L
   private val numCols = types.length
 
+  // a long per value of each fixed-width column (none for a string or binary one)
   private val values = Array.fill(numCols)(new ArrayBuffer[Array[Long]])
   private val nulls = Array.fill(numCols)(new ArrayBuffer[Array[Boolean]])
   private val colHasNull = new Array[Boolean](numCols)
@@ -232,6 +278,95 @@ final class ColumnarSorter(
   private var carryPayload = -1
   private val reading = new ArrayBuffer[FileRun]
   private var spilledBytes = 0L
+
+  // string and binary columns: each row's record (an int length per such column, then the
+  // bytes of each) at addrs' long for the row: page index << 32 | offset in the page
+  private val varCols: Array[Int] = (0 until numCols).filter(c => isVarWidth(types(c))).toArray
+  private val numVar = varCols.length
+  private val varIndex: Array[Int] = {
+    val a = Array.fill(numCols)(-1)
+    varCols.indices.foreach(i => a(varCols(i)) = i)
+    a
+  }
+  private val header = 4 * numVar
+  private val addrs = new ArrayBuffer[Array[Long]]
+  private val PageBytes = 1 << 20
+  private val pages = new ArrayBuffer[Array[Byte]]
+  private var curPage = -1
+  private var pagePos = PageBytes // no page open: the next record opens one
+  private var numChunks = 0
+  // what a chunk of rows reserves: a long per fixed-width value, one for the record's address,
+  // the sort array's four longs
+  private val chunkBytes: Long =
+    ChunkRows * ((numCols - numVar) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
+  // append's scratch: each row's record size and each string or binary column's lengths
+  private var recSize = new Array[Int](0)
+  private val varLens = Array.fill(numVar)(new Array[Int](0))
+  private val rowBytes = new Array[UTF8String](numVar)
+
+  private def addChunk(): Unit = {
+    var c = 0
+    while (c < numCols) {
+      if (!isVarWidth(types(c))) values(c) += new Array[Long](ChunkRows)
+      c += 1
+    }
+    if (numVar > 0) addrs += new Array[Long](ChunkRows)
+    numChunks += 1
+  }
+
+  /** The bytes of new pages that records of `sizes` (the first `m`) need, placed in order. */
+  private def pageBytesFor(sizes: Array[Int], m: Int): Long = {
+    var pos = pagePos
+    var need = 0L
+    var i = 0
+    while (i < m) {
+      val s = sizes(i)
+      if (s > PageBytes) need += s
+      else {
+        if (pos + s > PageBytes) { need += PageBytes; pos = 0 }
+        pos += s
+      }
+      i += 1
+    }
+    need
+  }
+
+  /** Places a record of `s` bytes (its pages reserved by pageBytesFor): its address. */
+  private def place(s: Int): Long = {
+    if (s > PageBytes) {
+      pages += new Array[Byte](s)
+      (pages.length - 1).toLong << 32
+    } else {
+      if (pagePos + s > PageBytes) {
+        pages += new Array[Byte](PageBytes)
+        curPage = pages.length - 1
+        pagePos = 0
+      }
+      val a = (curPage.toLong << 32) | pagePos
+      pagePos += s
+      a
+    }
+  }
+
+  /**
+   * Reads the record at `at` of `base`: each string or binary column's offset and length into
+   * `offs` and `lens`; the offset past the record.
+   */
+  private def decodeRecord(base: AnyRef, at: Long, offs: Array[Long], lens: Array[Int]): Long = {
+    var data = at + header
+    var vi = 0
+    while (vi < numVar) {
+      val len = Platform.getInt(base, at + 4L * vi)
+      offs(vi) = data
+      lens(vi) = len
+      data += len
+      vi += 1
+    }
+    data
+  }
+
+  @inline private def recordAddr(row: Long): Long =
+    addrs((row >>> ChunkBits).toInt)((row & Mask).toInt)
 
   def numRows: Long = n
   def peakMemory: Long = peak
@@ -258,9 +393,8 @@ final class ColumnarSorter(
     if (m == 0) return true
     val firstChunk = (n >>> ChunkBits).toInt
     val lastChunk = ((n + m - 1) >>> ChunkBits).toInt
-    val newChunks = math.max(0, lastChunk + 1 - values(0).length)
-    // each chunk's rows: a long per column, and their four longs of the sort array
-    var need = newChunks.toLong * ChunkRows * (numCols * 8L + 32L)
+    val newChunks = math.max(0, lastChunk + 1 - numChunks)
+    var need = newChunks.toLong * chunkBytes
     var c = 0
     while (c < numCols) {
       if (batch.column(c).hasNull) {
@@ -273,15 +407,71 @@ final class ColumnarSorter(
       c += 1
     }
     if (lastChunk.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
+    if (numVar > 0) need += recordSizes(batch, m)
     if (need > 0 && !reserve(need)) return false
+    while (numChunks <= lastChunk) addChunk()
     c = 0
     while (c < numCols) {
-      while (values(c).length <= lastChunk) values(c) += new Array[Long](ChunkRows)
       copyColumn(batch.column(c), c, m)
       c += 1
     }
+    if (numVar > 0) copyRecords(batch, m)
     n += m
     true
+  }
+
+  /** Each row's record size and lengths (into recSize and varLens); the new pages' bytes. */
+  private def recordSizes(batch: ColumnarBatch, m: Int): Long = {
+    if (recSize.length < m) {
+      recSize = new Array[Int](m)
+      var vi = 0
+      while (vi < numVar) { varLens(vi) = new Array[Int](m); vi += 1 }
+    }
+    java.util.Arrays.fill(recSize, 0, m, header)
+    var vi = 0
+    while (vi < numVar) {
+      val c = varCols(vi)
+      val t = types(c)
+      val v = batch.column(c)
+      val hasNull = v.hasNull
+      val lens = varLens(vi)
+      var i = 0
+      while (i < m) {
+        val len = if (hasNull && v.isNullAt(i)) 0 else getBytes(v, i, t).numBytes()
+        lens(i) = len
+        recSize(i) += len
+        i += 1
+      }
+      vi += 1
+    }
+    pageBytesFor(recSize, m)
+  }
+
+  /** Copies each row's record (sized by recordSizes) into the pages. */
+  private def copyRecords(batch: ColumnarBatch, m: Int): Unit = {
+    var i = 0
+    var pos = n
+    while (i < m) {
+      val a = place(recSize(i))
+      addrs((pos >>> ChunkBits).toInt)((pos & Mask).toInt) = a
+      val page = pages((a >>> 32).toInt)
+      val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+      var data = at + header
+      var vi = 0
+      while (vi < numVar) {
+        val len = varLens(vi)(i)
+        Platform.putInt(page, at + 4L * vi, len)
+        if (len > 0) {
+          val c = varCols(vi)
+          val u = getBytes(batch.column(c), i, types(c))
+          Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
+          data += len
+        }
+        vi += 1
+      }
+      i += 1
+      pos += 1
+    }
   }
 
   /**
@@ -293,15 +483,19 @@ final class ColumnarSorter(
     val ch = (n >>> ChunkBits).toInt
     val off = (n & Mask).toInt
     if (ch != rowChunk) {
-      if (ch >= values(0).length) {
+      if (ch >= numChunks) {
         if (ch.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
-        if (!reserve(ChunkRows * (numCols * 8L + 32L))) return false
-        values.foreach(_ += new Array[Long](ChunkRows))
+        if (!reserve(chunkBytes)) return false
+        addChunk()
       }
       var c = 0
-      while (c < numCols) { rowChunks(c) = values(c)(ch); c += 1 }
+      while (c < numCols) {
+        if (!isVarWidth(types(c))) rowChunks(c) = values(c)(ch)
+        c += 1
+      }
       rowChunk = ch
     }
+    if (numVar > 0 && !appendRecord(row, ch, off)) return false
     var c = 0
     while (c < numCols) {
       if (row.isNullAt(c)) {
@@ -313,12 +507,46 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        if (!isVarWidth(types(c))) rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
     }
     n += 1
+    true
+  }
+
+  /** Copies `row`'s record into the pages (reserving a page it needs); false when refused. */
+  private def appendRecord(row: InternalRow, ch: Int, off: Int): Boolean = {
+    if (recSize.length < 1) recSize = new Array[Int](1)
+    var size = header
+    var vi = 0
+    while (vi < numVar) {
+      val c = varCols(vi)
+      rowBytes(vi) = if (row.isNullAt(c)) null else getBytes(row, c, types(c))
+      if (rowBytes(vi) != null) size += rowBytes(vi).numBytes()
+      vi += 1
+    }
+    recSize(0) = size
+    val need = pageBytesFor(recSize, 1)
+    if (need > 0 && !reserve(need)) return false
+    val a = place(size)
+    addrs(ch)(off) = a
+    val page = pages((a >>> 32).toInt)
+    val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+    var data = at + header
+    vi = 0
+    while (vi < numVar) {
+      val u = rowBytes(vi)
+      val len = if (u == null) 0 else u.numBytes()
+      Platform.putInt(page, at + 4L * vi, len)
+      if (len > 0) {
+        Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
+        data += len
+      }
+      rowBytes(vi) = null
+      vi += 1
+    }
     true
   }
 
@@ -335,7 +563,7 @@ final class ColumnarSorter(
       val ch = (pos >>> ChunkBits).toInt
       val off = (pos & Mask).toInt
       val len = math.min(m - r, ChunkRows - off)
-      val dst = values(c)(ch)
+      val dst = if (isVarWidth(t)) null else values(c)(ch)
       var i = 0
       (t: @annotation.switch) match {
         case Bool => while (i < len) { dst(off + i) = if (v.getBoolean(r + i)) 1L else 0L; i += 1 }
@@ -347,6 +575,7 @@ final class ColumnarSorter(
           while (i < len) { dst(off + i) = java.lang.Float.floatToRawIntBits(v.getFloat(r + i)).toLong; i += 1 }
         case Double64 =>
           while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
+        case _ => // string or binary: copyRecords
       }
       if (hasNull) {
         while (nulls(c).length <= ch) nulls(c) += null
@@ -476,7 +705,8 @@ final class ColumnarSorter(
     val others = (0 until numCols).filterNot(keyCols.contains)
     carry = allowCarry && packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
       keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
-      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c))
+      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
+      numVar == 0
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
@@ -508,12 +738,21 @@ final class ColumnarSorter(
     private val pack = carryPack.reverse.toArray // least significant first
     private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
     if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
+    private val offs = new Array[Long](numVar)
+    private val lens = new Array[Int](numVar)
+    private var page: Array[Byte] = _
     def advance(): Boolean = {
       j += 1
       if (j >= n) return false
       val at = (2 * j).toInt
-      if (!carry) row = sortArray(at)
-      else {
+      if (!carry) {
+        row = sortArray(at)
+        if (numVar > 0) {
+          val a = recordAddr(row)
+          page = pages((a >>> 32).toInt)
+          decodeRecord(page, Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL), offs, lens)
+        }
+      } else {
         if (carryPayload >= 0) decoded(carryPayload) = sortArray(at)
         var word = sortArray(at + 1)
         var i = 0
@@ -530,6 +769,9 @@ final class ColumnarSorter(
     }
     def value(c: Int): Long = if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
     def isNull(c: Int): Boolean = !carry && ColumnarSorter.this.isNull(c, row)
+    def bytesBase(c: Int): AnyRef = page
+    def bytesOffset(c: Int): Long = offs(varIndex(c))
+    def bytesLength(c: Int): Int = lens(varIndex(c))
   }
 
   /**
@@ -545,6 +787,9 @@ final class ColumnarSorter(
         def advance(): Boolean = only.advance() || { free(); false }
         def value(c: Int): Long = only.value(c)
         def isNull(c: Int): Boolean = only.isNull(c)
+        def bytesBase(c: Int): AnyRef = only.bytesBase(c)
+        def bytesOffset(c: Int): Long = only.bytesOffset(c)
+        def bytesLength(c: Int): Int = only.bytesLength(c)
       }
     } else {
       // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
@@ -565,6 +810,9 @@ final class ColumnarSorter(
         }
         def value(c: Int): Long = top.value(c)
         def isNull(c: Int): Boolean = top.isNull(c)
+        def bytesBase(c: Int): AnyRef = top.bytesBase(c)
+        def bytesOffset(c: Int): Long = top.bytesOffset(c)
+        def bytesLength(c: Int): Int = top.bytesLength(c)
       }
     }
   }
@@ -609,7 +857,16 @@ final class ColumnarSorter(
     var c = 0
     while (c < numCols) {
       if (src.isNull(c)) writer.setNullAt(c)
-      else {
+      else if (isVarWidth(types(c))) {
+        // a binary value is laid out in an UnsafeRow as a string's bytes are
+        val base = src.bytesBase(c)
+        val off = src.bytesOffset(c)
+        val len = src.bytesLength(c)
+        base match {
+          case b: Array[Byte] => writer.write(c, b, (off - Platform.BYTE_ARRAY_OFFSET).toInt, len)
+          case _ => writer.write(c, UTF8String.fromAddress(base, off, len))
+        }
+      } else {
         val v = src.value(c)
         (types(c): @annotation.switch) match {
           case Bool => writer.write(c, v != 0L)
@@ -627,8 +884,13 @@ final class ColumnarSorter(
   }
 
   // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
+  // A block: its row count; per column a null flag byte (and the rows' null bytes when set),
+  // then a fixed-width column's values (8 bytes each); when there are string or binary columns,
+  // the byte count of the rows' records, then the records (as held in the pages). A block holds
+  // at most BlockBytes of records unless it is one row.
 
   private val BlockRows = 4096
+  private val BlockBytes = 1 << 20
 
   /**
    * Sorts the rows held, writes them as a run to a local temp file and frees their memory, so
@@ -653,10 +915,25 @@ final class ColumnarSorter(
       env.serializerManager.wrapStream(block, new FileOutputStream(file)), 1 << 16))
     val bytes = new Array[Byte](BlockRows * 8)
     val vals = new Array[Long](BlockRows)
+    val offs = new Array[Long](numVar)
+    val lens = new Array[Int](numVar)
     try {
       var j = 0L
       while (j < n) {
-        val rows = math.min(BlockRows.toLong, n - j).toInt
+        var rows = math.min(BlockRows.toLong, n - j).toInt
+        var recordBytes = 0L
+        if (numVar > 0) { // cut the block at BlockBytes of records
+          var i = 0
+          var stop = false
+          while (i < rows && !stop) {
+            val a = recordAddr(rowAt(j + i))
+            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+            val size = decodeRecord(pages((a >>> 32).toInt), at, offs, lens) - at
+            if (i > 0 && recordBytes + size > BlockBytes) stop = true
+            else { recordBytes += size; i += 1 }
+          }
+          rows = i
+        }
         out.writeInt(rows)
         var c = 0
         while (c < numCols) {
@@ -666,12 +943,26 @@ final class ColumnarSorter(
             while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
             out.write(bytes, 0, rows)
           } else out.writeBoolean(false)
-          i = 0
-          while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
-          Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
-            rows * 8L)
-          out.write(bytes, 0, rows * 8)
+          if (!isVarWidth(types(c))) {
+            i = 0
+            while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
+            Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
+              rows * 8L)
+            out.write(bytes, 0, rows * 8)
+          }
           c += 1
+        }
+        if (numVar > 0) {
+          out.writeInt(recordBytes.toInt)
+          var i = 0
+          while (i < rows) {
+            val a = recordAddr(rowAt(j + i))
+            val page = pages((a >>> 32).toInt)
+            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+            val size = (decodeRecord(page, at, offs, lens) - at).toInt
+            out.write(page, (a & 0xffffffffL).toInt, size)
+            i += 1
+          }
         }
         j += rows
       }
@@ -696,11 +987,19 @@ final class ColumnarSorter(
     private var rows = 0
     private var pos = 0
     private var open = true
+    // the block's records, the current row's at recordAt, its values' offsets and lengths
+    private var records = new Array[Byte](if (numVar > 0) 1 << 16 else 0)
+    private var recordAt = 0L
+    private val offs = new Array[Long](numVar)
+    private val lens = new Array[Int](numVar)
     reading += this
 
     def advance(): Boolean = {
       pos += 1
-      if (pos < rows) return true
+      if (pos < rows) {
+        if (numVar > 0) recordAt = decodeRecord(records, recordAt, offs, lens)
+        return true
+      }
       if (!open) return false
       rows = in.readInt()
       pos = 0
@@ -713,15 +1012,26 @@ final class ColumnarSorter(
           var i = 0
           while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
         }
-        in.readFully(bytes, 0, rows * 8)
-        Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
-          rows * 8L)
+        if (!isVarWidth(types(c))) {
+          in.readFully(bytes, 0, rows * 8)
+          Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
+            rows * 8L)
+        }
         c += 1
+      }
+      if (numVar > 0) {
+        val size = in.readInt()
+        if (records.length < size) records = new Array[Byte](math.max(size, 2 * records.length))
+        in.readFully(records, 0, size)
+        recordAt = decodeRecord(records, Platform.BYTE_ARRAY_OFFSET, offs, lens)
       }
       true
     }
     def value(c: Int): Long = vals(c)(pos)
     def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
+    def bytesBase(c: Int): AnyRef = records
+    def bytesOffset(c: Int): Long = offs(varIndex(c))
+    def bytesLength(c: Int): Int = lens(varIndex(c))
     def close(): Unit = if (open) { in.close(); open = false }
   }
 
@@ -741,6 +1051,11 @@ final class ColumnarSorter(
   private def releaseColumns(): Unit = {
     values.foreach(_.clear())
     nulls.foreach(_.clear())
+    addrs.clear()
+    pages.clear()
+    curPage = -1
+    pagePos = PageBytes
+    numChunks = 0
     java.util.Arrays.fill(colHasNull, false)
     sortArray = null
     java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
@@ -759,12 +1074,20 @@ final class ColumnarSorter(
   }
 }
 
-/** A source of rows in order, read column by column: the current row after advance(). */
+/**
+ * A source of rows in order, read column by column: the current row after advance(). A
+ * fixed-width column's value is `value` (one long), a string or binary column's (not null) is
+ * the `bytesLength` bytes at `bytesOffset` of `bytesBase` (Platform's addressing: null base and
+ * an address, or an object and an offset in it).
+ */
 private[execution] trait RowSource {
   def run: Int
   def advance(): Boolean
   def value(c: Int): Long
   def isNull(c: Int): Boolean
+  def bytesBase(c: Int): AnyRef
+  def bytesOffset(c: Int): Long
+  def bytesLength(c: Int): Int
 }
 
 private[execution] final case class RunFile(block: BlockId, file: File)
