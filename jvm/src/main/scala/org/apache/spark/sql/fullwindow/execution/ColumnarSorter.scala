@@ -274,6 +274,9 @@ final class ColumnarSorter(
   // array in order and gathers nothing. Only when one pack of value words holds every key,
   // every key is integral without nulls and there is at most one other column, without nulls.
   private var carry = false
+  // Keys in the word (set by sort): one pack of value words holds every key, every key integral
+  // without nulls, so output decodes the keys from the record's word (carry or not)
+  private var keysInWord = false
   private var carryPack: Seq[Word] = Nil
   private var carryPayload = -1
   private val reading = new ArrayBuffer[FileRun]
@@ -690,6 +693,7 @@ final class ColumnarSorter(
     val a = new Array[Long]((4 * n).toInt)
     sortArray = a
     carry = false
+    keysInWord = false
     if (n == 0) return
     val all = words()
     // group consecutive words into packs of at most 64 bits, from the least significant end
@@ -703,9 +707,10 @@ final class ColumnarSorter(
     }
     if (cur.nonEmpty) packs += cur
     val others = (0 until numCols).filterNot(keyCols.contains)
-    carry = allowCarry && packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
+    keysInWord = packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
       keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
-      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
+      all.forall(_.kind == 0)
+    carry = allowCarry && keysInWord && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
       numVar == 0
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
@@ -730,48 +735,116 @@ final class ColumnarSorter(
     }
   }
 
-  /** The rows held, in sorted order (after sort()), as a source of rows. */
+  /**
+   * The rows held, in sorted order (after sort()), as a source of rows. In the carry layout the
+   * sort array is all it reads; otherwise it gathers the columns (but the keys, when they are
+   * decoded from the words) GatherRows sorted rows at a time, column by column (independent
+   * loads in a tight loop: their cache misses overlap), and the rows' records' lengths.
+   */
   private final class MemoryRun(val run: Int) extends RowSource {
     private var j = -1L
-    private var row = 0L
     private val decoded = new Array[Long](numCols)
     private val pack = carryPack.reverse.toArray // least significant first
     private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
-    if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
-    private val offs = new Array[Long](numVar)
-    private val lens = new Array[Int](numVar)
-    private var page: Array[Byte] = _
+    private val inWord = new Array[Boolean](numCols)
+    if (keysInWord) {
+      constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
+      keyCols.foreach(c => inWord(c) = true)
+    }
+    private val GatherRows = 1024
+    private val gatherCols =
+      if (carry) Array.empty[Int]
+      else (0 until numCols).filter(c => !inWord(c) && !isVarWidth(types(c))).toArray
+    private val gathered = new Array[Array[Long]](numCols)
+    gatherCols.foreach(c => gathered(c) = new Array[Long](GatherRows))
+    private val nullCols = if (carry) Array.empty[Int] else (0 until numCols).filter(c => colHasNull(c)).toArray
+    private val gatheredNull = new Array[Array[Boolean]](numCols)
+    nullCols.foreach(c => gatheredNull(c) = new Array[Boolean](GatherRows))
+    private val rowIdx = new Array[Long](if (carry) 0 else GatherRows)
+    private val recPages = new Array[Array[Byte]](if (numVar > 0 && !carry) GatherRows else 0)
+    private val recOffs = Array.fill(numVar)(new Array[Long](GatherRows))
+    private val recLens = Array.fill(numVar)(new Array[Int](GatherRows))
+    private var i = 0
+    private var inBlock = 0
+
+    private def gather(): Unit = {
+      val m = math.min(GatherRows.toLong, n - j).toInt
+      var t = 0
+      while (t < m) { rowIdx(t) = sortArray((2 * (j + t)).toInt); t += 1 }
+      var k = 0
+      while (k < gatherCols.length) {
+        val c = gatherCols(k)
+        val g = gathered(c)
+        val chunks = values(c)
+        t = 0
+        while (t < m) {
+          val row = rowIdx(t)
+          g(t) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
+          t += 1
+        }
+        k += 1
+      }
+      k = 0
+      while (k < nullCols.length) {
+        val c = nullCols(k)
+        val g = gatheredNull(c)
+        t = 0
+        while (t < m) { g(t) = ColumnarSorter.this.isNull(c, rowIdx(t)); t += 1 }
+        k += 1
+      }
+      if (numVar > 0) {
+        t = 0
+        while (t < m) {
+          val a = recordAddr(rowIdx(t))
+          val page = pages((a >>> 32).toInt)
+          recPages(t) = page
+          var data = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+          val at = data
+          data += header
+          var vi = 0
+          while (vi < numVar) {
+            val len = Platform.getInt(page, at + 4L * vi)
+            recOffs(vi)(t) = data
+            recLens(vi)(t) = len
+            data += len
+            vi += 1
+          }
+          t += 1
+        }
+      }
+      inBlock = m
+      i = 0
+    }
+
     def advance(): Boolean = {
       j += 1
       if (j >= n) return false
       val at = (2 * j).toInt
-      if (!carry) {
-        row = sortArray(at)
-        if (numVar > 0) {
-          val a = recordAddr(row)
-          page = pages((a >>> 32).toInt)
-          decodeRecord(page, Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL), offs, lens)
-        }
-      } else {
+      if (carry) {
         if (carryPayload >= 0) decoded(carryPayload) = sortArray(at)
+      } else {
+        i += 1
+        if (i >= inBlock) gather()
+      }
+      if (keysInWord) {
         var word = sortArray(at + 1)
-        var i = 0
-        while (i < pack.length) {
-          val w = pack(i)
+        var p = 0
+        while (p < pack.length) {
+          val w = pack(p)
           val part = if (w.width == 64) word else word & ((1L << w.width) - 1)
           word = if (w.width == 64) 0L else word >>> w.width
           val base = if (keyDesc(w.key)) w.max - part else part + w.min
           decoded(keyCols(w.key)) = base ^ Long.MinValue
-          i += 1
+          p += 1
         }
       }
       true
     }
-    def value(c: Int): Long = if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
-    def isNull(c: Int): Boolean = !carry && ColumnarSorter.this.isNull(c, row)
-    def bytesBase(c: Int): AnyRef = page
-    def bytesOffset(c: Int): Long = offs(varIndex(c))
-    def bytesLength(c: Int): Int = lens(varIndex(c))
+    def value(c: Int): Long = if (carry || inWord(c)) decoded(c) else gathered(c)(i)
+    def isNull(c: Int): Boolean = !carry && gatheredNull(c) != null && gatheredNull(c)(i)
+    def bytesBase(c: Int): AnyRef = recPages(i)
+    def bytesOffset(c: Int): Long = recOffs(varIndex(c))(i)
+    def bytesLength(c: Int): Int = recLens(varIndex(c))(i)
   }
 
   /**
