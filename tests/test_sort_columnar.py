@@ -222,10 +222,17 @@ def _bytes_columns(big_id: int):
 
 def test_string_and_binary_columns_sort_on_columns(spark, data, tmp_path):
     path = str(tmp_path / "str")
-    data.select("id", "l", "i", *_bytes_columns(big_id=5), "dbl").write.parquet(path)
+    data.select("id", (F.col("id") % 7).alias("m"), F.xxhash64("id").alias("k"), "l", "i",
+                *_bytes_columns(big_id=5), "dbl").write.parquet(path)
     df = spark.read.parquet(path)
+    # keys or other fixed-width columns with nulls: the output gathers by row index
     for spec in ([("l", "asc")], [("i", "desc_nulls_first"), ("dbl", "asc")]):
-        ours = assert_like_native(df, spec)
+        assert_like_native(df, spec)
+    # keys without nulls in one word, other columns without nulls but strings: the sort array
+    # carries each row's record (no ties left, so the order is exact without a tie-break)
+    narrow = df.select("id", "m", "k", "str", "bin")
+    assert_like_native(narrow, [("k", "desc")], tie_break=False)
+    ours = assert_like_native(narrow, [("m", "asc"), ("id", "desc")], tie_break=False)
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.columnarSorts"] == df.rdd.getNumPartitions(), m
     assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
@@ -327,9 +334,9 @@ def test_string_columns_across_runs(small_memory, tmp_path):
     spark, _ = small_memory
     path = str(tmp_path / "str_runs")
     spark.range(0, 200_000, 1, 2).select(
-        "id", F.when(F.col("id") % 17 == 0, None).otherwise(F.xxhash64("id")).alias("l"),
-        *_bytes_columns(big_id=70_001)).write.parquet(path)
-    ours = assert_like_native(spark.read.parquet(path), [("l", "desc_nulls_first")])
+        "id", F.xxhash64("id").alias("k"), *_bytes_columns(big_id=70_001)).write.parquet(path)
+    # (k: no ties, so the order is exact without a tie-break)
+    ours = assert_like_native(spark.read.parquet(path), [("k", "desc")], tie_break=False)
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
     assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
@@ -354,25 +361,22 @@ FALLBACK_ROWS = 100_000
 
 def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_path):
     # 40 long columns: one chunk of rows would need 23 MB, more than the whole pool, so the
-    # partition goes to the row sorter (which spills as sortWithinPartitions does); a string
-    # column beside them comes out with its row
+    # partition goes to the row sorter (which spills as sortWithinPartitions does)
     spark, _ = small_memory
     path = str(tmp_path / "wide")
     spark.range(0, FALLBACK_ROWS, 1, 2).select(
         ((F.col("id") * 2654435761) % 1000003).alias("k"),
         *[(F.col("id") + j).alias(f"v{j}") for j in range(39)],
-        F.format_string("s\u00e9%d", "id").alias("str"),
     ).write.parquet(path)
     df = spark.read.parquet(path)
     ours = df.fullWindowPartition().sortPartition([("k", Order.DESCENDING)])
     assert "columnar=true" in executed_plan(ours)
-    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v0, r.str) for r in it]]).collect()
+    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v0) for r in it]]).collect()
     assert sum(len(p) for p in got) == FALLBACK_ROWS
     for p in got:
-        keys = [k for k, _, _ in p]
+        keys = [k for k, _ in p]
         assert keys == sorted(keys, reverse=True)
-        assert all(s == f"s\u00e9{v}" for _, v, s in p)
-    assert sorted(v for p in got for _, v, _ in p) == list(range(FALLBACK_ROWS))
+    assert sorted(v for p in got for _, v in p) == list(range(FALLBACK_ROWS))
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
     assert m["FullWindowSortPartition.numOutputRows"] == FALLBACK_ROWS, m

@@ -291,7 +291,27 @@ final class ColumnarSorter(
     varCols.indices.foreach(i => a(varCols(i)) = i)
     a
   }
-  private val header = 4 * numVar
+  // with string or binary columns, the other non-key columns' values live in the record too
+  // (8 bytes each, first), so that output reads one record a row
+  private val isKey: Array[Boolean] = {
+    val a = new Array[Boolean](numCols)
+    keyCols.foreach(c => a(c) = true)
+    a
+  }
+  private val recFixed: Array[Int] =
+    if (numVar == 0) Array.empty
+    else (0 until numCols).filter(c => !isKey(c) && !isVarWidth(types(c))).toArray
+  private val recFixedIndex: Array[Int] = {
+    val a = Array.fill(numCols)(-1)
+    recFixed.indices.foreach(i => a(recFixed(i)) = i)
+    a
+  }
+  @inline private def inChunks(c: Int): Boolean = !isVarWidth(types(c)) && recFixedIndex(c) < 0
+  private val lensAt = 8L * recFixed.length // a record's lengths (-1: null)
+  private val header = 8 * recFixed.length + 4 * numVar
+  // Record carry (set by sort): the sort array's first long of each record is the row's record
+  // address instead of its index (keys in the word; no null in a fixed-width column of the record)
+  private var recCarry = false
   private val addrs = new ArrayBuffer[Array[Long]]
   private val PageBytes = 1 << 20
   private val pages = new ArrayBuffer[Array[Byte]]
@@ -301,7 +321,7 @@ final class ColumnarSorter(
   // what a chunk of rows reserves: a long per fixed-width value, one for the record's address,
   // the sort array's four longs
   private val chunkBytes: Long =
-    ChunkRows * ((numCols - numVar) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
+    ChunkRows * ((numCols - numVar - recFixed.length) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
   // append's scratch: each row's record size and each string or binary column's lengths
   private var recSize = new Array[Int](0)
   private val varLens = Array.fill(numVar)(new Array[Int](0))
@@ -310,7 +330,7 @@ final class ColumnarSorter(
   private def addChunk(): Unit = {
     var c = 0
     while (c < numCols) {
-      if (!isVarWidth(types(c))) values(c) += new Array[Long](ChunkRows)
+      if (inChunks(c)) values(c) += new Array[Long](ChunkRows)
       c += 1
     }
     if (numVar > 0) addrs += new Array[Long](ChunkRows)
@@ -359,10 +379,10 @@ final class ColumnarSorter(
     var data = at + header
     var vi = 0
     while (vi < numVar) {
-      val len = Platform.getInt(base, at + 4L * vi)
+      val len = Platform.getInt(base, at + lensAt + 4L * vi)
       offs(vi) = data
       lens(vi) = len
-      data += len
+      if (len > 0) data += len
       vi += 1
     }
     data
@@ -440,9 +460,12 @@ final class ColumnarSorter(
       val lens = varLens(vi)
       var i = 0
       while (i < m) {
-        val len = if (hasNull && v.isNullAt(i)) 0 else getBytes(v, i, t).numBytes()
-        lens(i) = len
-        recSize(i) += len
+        if (hasNull && v.isNullAt(i)) lens(i) = -1
+        else {
+          val len = getBytes(v, i, t).numBytes()
+          lens(i) = len
+          recSize(i) += len
+        }
         i += 1
       }
       vi += 1
@@ -459,11 +482,18 @@ final class ColumnarSorter(
       addrs((pos >>> ChunkBits).toInt)((pos & Mask).toInt) = a
       val page = pages((a >>> 32).toInt)
       val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+      var k = 0
+      while (k < recFixed.length) {
+        val c = recFixed(k)
+        val v = batch.column(c)
+        Platform.putLong(page, at + 8L * k, if (v.isNullAt(i)) 0L else vectorWord(v, i, types(c)))
+        k += 1
+      }
       var data = at + header
       var vi = 0
       while (vi < numVar) {
         val len = varLens(vi)(i)
-        Platform.putInt(page, at + 4L * vi, len)
+        Platform.putInt(page, at + lensAt + 4L * vi, len)
         if (len > 0) {
           val c = varCols(vi)
           val u = getBytes(batch.column(c), i, types(c))
@@ -493,7 +523,7 @@ final class ColumnarSorter(
       }
       var c = 0
       while (c < numCols) {
-        if (!isVarWidth(types(c))) rowChunks(c) = values(c)(ch)
+        if (inChunks(c)) rowChunks(c) = values(c)(ch)
         c += 1
       }
       rowChunk = ch
@@ -510,7 +540,7 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        if (!isVarWidth(types(c))) rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        if (inChunks(c)) rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
@@ -537,12 +567,19 @@ final class ColumnarSorter(
     addrs(ch)(off) = a
     val page = pages((a >>> 32).toInt)
     val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+    var k = 0
+    while (k < recFixed.length) {
+      val c = recFixed(k)
+      Platform.putLong(page, at + 8L * k,
+        if (row.isNullAt(c)) 0L else ColumnarSort.getWord(row, c, types(c)))
+      k += 1
+    }
     var data = at + header
     vi = 0
     while (vi < numVar) {
       val u = rowBytes(vi)
-      val len = if (u == null) 0 else u.numBytes()
-      Platform.putInt(page, at + 4L * vi, len)
+      val len = if (u == null) -1 else u.numBytes()
+      Platform.putInt(page, at + lensAt + 4L * vi, len)
       if (len > 0) {
         Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
         data += len
@@ -566,9 +603,9 @@ final class ColumnarSorter(
       val ch = (pos >>> ChunkBits).toInt
       val off = (pos & Mask).toInt
       val len = math.min(m - r, ChunkRows - off)
-      val dst = if (isVarWidth(t)) null else values(c)(ch)
+      val dst = if (inChunks(c)) values(c)(ch) else null
       var i = 0
-      (t: @annotation.switch) match {
+      if (dst != null) (t: @annotation.switch) match {
         case Bool => while (i < len) { dst(off + i) = if (v.getBoolean(r + i)) 1L else 0L; i += 1 }
         case Byte8 => while (i < len) { dst(off + i) = v.getByte(r + i).toLong; i += 1 }
         case Short16 => while (i < len) { dst(off + i) = v.getShort(r + i).toLong; i += 1 }
@@ -595,8 +632,25 @@ final class ColumnarSorter(
     }
   }
 
-  @inline private def value(c: Int, row: Long): Long =
-    values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
+  @inline private def value(c: Int, row: Long): Long = {
+    val k = recFixedIndex(c)
+    if (k < 0) values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
+    else {
+      val a = recordAddr(row)
+      Platform.getLong(pages((a >>> 32).toInt), Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL) + 8L * k)
+    }
+  }
+
+  /** Column `c` (not null) of vector `v` at `i` as the sorter holds it (getWord's long). */
+  @inline private def vectorWord(v: ColumnVector, i: Int, t: Int): Long = (t: @annotation.switch) match {
+    case Bool => if (v.getBoolean(i)) 1L else 0L
+    case Byte8 => v.getByte(i).toLong
+    case Short16 => v.getShort(i).toLong
+    case Int32 => v.getInt(i).toLong
+    case Long64 => v.getLong(i)
+    case Float32 => java.lang.Float.floatToRawIntBits(v.getFloat(i)).toLong
+    case _ => java.lang.Double.doubleToRawLongBits(v.getDouble(i))
+  }
 
   @inline private def isNull(c: Int, row: Long): Boolean = colHasNull(c) && {
     val ch = (row >>> ChunkBits).toInt
@@ -693,6 +747,7 @@ final class ColumnarSorter(
     val a = new Array[Long]((4 * n).toInt)
     sortArray = a
     carry = false
+    recCarry = false
     keysInWord = false
     if (n == 0) return
     val all = words()
@@ -712,19 +767,23 @@ final class ColumnarSorter(
       all.forall(_.kind == 0)
     carry = allowCarry && keysInWord && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
       numVar == 0
+    recCarry = allowCarry && keysInWord && numVar > 0 && recFixed.forall(c => !colHasNull(c))
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
     val rows = n.toInt
     if (carry && carryPayload >= 0) {
       while (j < rows) { a(2 * j) = value(carryPayload, j); j += 1 }
+    } else if (recCarry) {
+      while (j < rows) { a(2 * j) = recordAddr(j); j += 1 }
     } else {
       while (j < rows) { a(2 * j) = j; j += 1 }
     }
     val la = new LongArray(MemoryBlock.fromLongArray(a))
     var p = 0
     while (p < packs.length) { // least significant first (LSD): each pass is stable
-      for (w <- packs(p)) addWord(a, w, carry) // most significant first: each shifts what is there
+      // most significant first: each shifts what is there
+      for (w <- packs(p)) addWord(a, w, carry || recCarry)
       val at = RadixSort.sortKeyPrefixArray(la, 0L, n, 0, 7, false, false)
       if (at != 0) System.arraycopy(a, at, a, 0, 2 * rows)
       if (p < packs.length - 1) { // clear the key slots for the next pack
@@ -737,9 +796,10 @@ final class ColumnarSorter(
 
   /**
    * The rows held, in sorted order (after sort()), as a source of rows. In the carry layout the
-   * sort array is all it reads; otherwise it gathers the columns (but the keys, when they are
-   * decoded from the words) GatherRows sorted rows at a time, column by column (independent
-   * loads in a tight loop: their cache misses overlap), and the rows' records' lengths.
+   * sort array is all it reads; otherwise it gathers, GatherRows sorted rows at a time and column
+   * by column (independent loads in a tight loop: their cache misses overlap), the columns held
+   * in chunks (but keys decoded from the words) and each row's record (its address from the sort
+   * array in the record carry, else by row index): the fixed-width values and lengths in it.
    */
   private final class MemoryRun(val run: Int) extends RowSource {
     private var j = -1L
@@ -753,14 +813,17 @@ final class ColumnarSorter(
     }
     private val GatherRows = 1024
     private val gatherCols =
-      if (carry) Array.empty[Int]
-      else (0 until numCols).filter(c => !inWord(c) && !isVarWidth(types(c))).toArray
+      if (carry) Array.empty[Int] else (0 until numCols).filter(c => !inWord(c) && inChunks(c)).toArray
     private val gathered = new Array[Array[Long]](numCols)
     gatherCols.foreach(c => gathered(c) = new Array[Long](GatherRows))
-    private val nullCols = if (carry) Array.empty[Int] else (0 until numCols).filter(c => colHasNull(c)).toArray
+    // null flags from the chunks (a string or binary value's null is its length, -1)
+    private val nullCols =
+      if (carry || recCarry) Array.empty[Int]
+      else (0 until numCols).filter(c => colHasNull(c) && !isVarWidth(types(c))).toArray
     private val gatheredNull = new Array[Array[Boolean]](numCols)
     nullCols.foreach(c => gatheredNull(c) = new Array[Boolean](GatherRows))
     private val rowIdx = new Array[Long](if (carry) 0 else GatherRows)
+    private val recVals = Array.fill(recFixed.length)(new Array[Long](GatherRows))
     private val recPages = new Array[Array[Byte]](if (numVar > 0 && !carry) GatherRows else 0)
     private val recOffs = Array.fill(numVar)(new Array[Long](GatherRows))
     private val recLens = Array.fill(numVar)(new Array[Int](GatherRows))
@@ -795,18 +858,19 @@ final class ColumnarSorter(
       if (numVar > 0) {
         t = 0
         while (t < m) {
-          val a = recordAddr(rowIdx(t))
+          val a = if (recCarry) rowIdx(t) else recordAddr(rowIdx(t))
           val page = pages((a >>> 32).toInt)
           recPages(t) = page
-          var data = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-          val at = data
-          data += header
+          val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+          k = 0
+          while (k < recFixed.length) { recVals(k)(t) = Platform.getLong(page, at + 8L * k); k += 1 }
+          var data = at + header
           var vi = 0
           while (vi < numVar) {
-            val len = Platform.getInt(page, at + 4L * vi)
+            val len = Platform.getInt(page, at + lensAt + 4L * vi)
             recOffs(vi)(t) = data
             recLens(vi)(t) = len
-            data += len
+            if (len > 0) data += len
             vi += 1
           }
           t += 1
@@ -840,8 +904,17 @@ final class ColumnarSorter(
       }
       true
     }
-    def value(c: Int): Long = if (carry || inWord(c)) decoded(c) else gathered(c)(i)
-    def isNull(c: Int): Boolean = !carry && gatheredNull(c) != null && gatheredNull(c)(i)
+    def value(c: Int): Long =
+      if (carry || inWord(c)) decoded(c)
+      else {
+        val k = recFixedIndex(c)
+        if (k >= 0) recVals(k)(i) else gathered(c)(i)
+      }
+    def isNull(c: Int): Boolean = !carry && {
+      val vi = varIndex(c)
+      if (vi >= 0) recLens(vi)(i) < 0
+      else gatheredNull(c) != null && gatheredNull(c)(i)
+    }
     def bytesBase(c: Int): AnyRef = recPages(i)
     def bytesOffset(c: Int): Long = recOffs(varIndex(c))(i)
     def bytesLength(c: Int): Int = recLens(varIndex(c))(i)
@@ -958,7 +1031,7 @@ final class ColumnarSorter(
 
   // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
   // A block: its row count; per column a null flag byte (and the rows' null bytes when set),
-  // then a fixed-width column's values (8 bytes each); when there are string or binary columns,
+  // then the values of a fixed-width column held in chunks (8 bytes each); when there are string or binary columns,
   // the byte count of the rows' records, then the records (as held in the pages). A block holds
   // at most BlockBytes of records unless it is one row.
 
@@ -1016,7 +1089,7 @@ final class ColumnarSorter(
             while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
             out.write(bytes, 0, rows)
           } else out.writeBoolean(false)
-          if (!isVarWidth(types(c))) {
+          if (inChunks(c)) { // the record carries the other values
             i = 0
             while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
             Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
@@ -1063,6 +1136,7 @@ final class ColumnarSorter(
     // the block's records, the current row's at recordAt, its values' offsets and lengths
     private var records = new Array[Byte](if (numVar > 0) 1 << 16 else 0)
     private var recordAt = 0L
+    private var current = 0L // the current row's record
     private val offs = new Array[Long](numVar)
     private val lens = new Array[Int](numVar)
     reading += this
@@ -1070,7 +1144,7 @@ final class ColumnarSorter(
     def advance(): Boolean = {
       pos += 1
       if (pos < rows) {
-        if (numVar > 0) recordAt = decodeRecord(records, recordAt, offs, lens)
+        if (numVar > 0) { current = recordAt; recordAt = decodeRecord(records, recordAt, offs, lens) }
         return true
       }
       if (!open) return false
@@ -1085,7 +1159,7 @@ final class ColumnarSorter(
           var i = 0
           while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
         }
-        if (!isVarWidth(types(c))) {
+        if (inChunks(c)) {
           in.readFully(bytes, 0, rows * 8)
           Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
             rows * 8L)
@@ -1096,11 +1170,15 @@ final class ColumnarSorter(
         val size = in.readInt()
         if (records.length < size) records = new Array[Byte](math.max(size, 2 * records.length))
         in.readFully(records, 0, size)
-        recordAt = decodeRecord(records, Platform.BYTE_ARRAY_OFFSET, offs, lens)
+        current = Platform.BYTE_ARRAY_OFFSET
+        recordAt = decodeRecord(records, current, offs, lens)
       }
       true
     }
-    def value(c: Int): Long = vals(c)(pos)
+    def value(c: Int): Long = {
+      val k = recFixedIndex(c)
+      if (k < 0) vals(c)(pos) else Platform.getLong(records, current + 8L * k)
+    }
     def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
     def bytesBase(c: Int): AnyRef = records
     def bytesOffset(c: Int): Long = offs(varIndex(c))
