@@ -829,6 +829,7 @@ final class ColumnarSorter(
     private val recLens = Array.fill(numVar)(new Array[Int](GatherRows))
     private var i = 0
     private var inBlock = 0
+    private var touched = 0 // the bytes gather reads only to bring a record's lines into cache
 
     private def gather(): Unit = {
       val m = math.min(GatherRows.toLong, n - j).toInt
@@ -856,6 +857,7 @@ final class ColumnarSorter(
         k += 1
       }
       if (numVar > 0) {
+        var touch = 0
         t = 0
         while (t < m) {
           val a = if (recCarry) rowIdx(t) else recordAddr(rowIdx(t))
@@ -873,8 +875,14 @@ final class ColumnarSorter(
             if (len > 0) data += len
             vi += 1
           }
+          // the record's other cache lines: loaded here, where the misses of the block's rows
+          // overlap, rather than one at a time by the writer's copies
+          var q = at + 64
+          while (q < data) { touch += Platform.getByte(page, q); q += 64 }
+          touch += Platform.getByte(page, data - 1)
           t += 1
         }
+        touched = touch
       }
       inBlock = m
       i = 0
