@@ -228,10 +228,11 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
- * String and binary columns (never keys) are held row by row: each row's record (the length of
- * each such column's value, then their bytes) lies in on-heap byte pages of 1 MiB (a record
- * larger than that in a page of its own), and a long a row gives its page and offset. The pages
- * are accounted as the chunks are.
+ * String and binary columns (never keys) are held row by row: each row's record (the other
+ * non-key columns' values, the length of each string or binary value, then their bytes) lies in
+ * on-heap byte pages of 1 MiB (a record larger than that in a page of its own), and a long a row
+ * gives its page and offset. The pages are accounted as the chunks are. When the keys are
+ * decoded from the sort words, the sort array carries the record's address (record carry).
  *
  * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
  * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
