@@ -292,12 +292,14 @@ def per_key_sides(key, lefts, rights):
     yield (key, len(ls), len(rs), _digest(ls + [None] + rs))
 
 
-@pytest.mark.parametrize("left_rows", [130_000, 600_000])
+@pytest.mark.parametrize("left_rows", [250_000, 600_000])
 def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
     # One partition, 3 long columns a side: a chunk of 65,536 rows reserves 3.7 MB of the
-    # 17.5 MiB pool. The first side sorted holds its rows (130,000: all of them; 600,000: its
-    # last ones, after runs on disk) while the merge reads them; the other side's sort then
-    # needs memory, which makes the first write the rows it has not handed over yet to disk.
+    # 17.5 MiB pool. The first side sorted holds its rows while the merge reads them (250,000:
+    # all of them, in 4 chunks, leaving less than a chunk free; 600,000: its last ones, after
+    # runs on disk); the other side's sort then needs memory, which makes the first write the
+    # rows it has not handed over yet to disk (else the other side could not hold one chunk and
+    # would fall back to the row sorter).
     left = spark.range(0, left_rows, 1, 2).select(
         (F.xxhash64("id") % 5000).alias("k"), F.col("id").alias("v"), (F.col("id") * 3).alias("w"))
     right = spark.range(0, 600_000, 1, 2).select(

@@ -6,9 +6,12 @@ all fixed-width primitives, each partition's batches are copied into columns and
 Checked here: the plan and the metrics say it ran; each partition's rows and order equal
 sortWithinPartitions' on the same input over every primitive type, direction and null ordering,
 with NaN, -0.0, infinities and the extremes of each type, on one, two and three keys; equal keys
-keep their input order; a string column or key keeps the row sort; the switch turns it off; a
-partition larger than the execution memory is sorted in runs spilled to disk and merged, still
-exact and stable; and rows too wide for any run fall back to the row sorter."""
+keep their input order; string and binary columns beside the keys (nulls, empty values, multi-byte
+UTF-8, a value larger than the sorter's 1 MiB byte page) are sorted on columns too, while a
+string key keeps the row sort; the switch turns it off; a partition larger than the execution
+memory is sorted in runs spilled to disk and merged, still exact and stable (with string and
+binary columns too); and rows too wide for any run fall back to the row sorter, after runs
+holding strings when that is where memory ran out."""
 from __future__ import annotations
 
 import datetime as dt
@@ -203,14 +206,38 @@ def test_plain_order_arguments_and_one_row(spark, data, tmp_path):
     assert_like_native(same, [("l", "asc"), ("dbl", "desc")], tie_break=False)
 
 
-def test_string_key_or_column_keeps_the_row_sort(spark, data, tmp_path):
-    with_str = data.withColumn("str", F.format_string("x%05d", (F.col("id") * 7919) % 1000))
+def _bytes_columns(big_id: int):
+    """A string column (nulls, empty strings, multi-byte UTF-8, and at `big_id` a value of 1.4 MB,
+    over the sorter's 1 MiB byte page) and a binary column (nulls, empty values, zero bytes)."""
+    big = F.concat(F.expr("repeat('\u00fc', 700000)"), F.col("id").cast("string"))
+    s = (F.when(F.col("id") % 11 == 0, None).when(F.col("id") % 7 == 0, F.lit(""))
+         .when(F.col("id") == big_id, big)
+         .otherwise(F.concat(F.lit("\u00e9\u65e5"), F.expr("repeat('x', cast(id % 40 as int))"),
+                             F.col("id").cast("string"))))
+    b = (F.when(F.col("id") % 13 == 0, None)
+         .when(F.col("id") % 5 == 0, F.expr("cast('' as binary)"))
+         .otherwise(F.unhex(F.format_string("00%08xff00", F.col("id")))))
+    return [s.alias("str"), b.alias("bin")]
+
+
+def test_string_and_binary_columns_sort_on_columns(spark, data, tmp_path):
     path = str(tmp_path / "str")
-    with_str.write.parquet(path)
+    data.select("id", (F.col("id") % 7).alias("m"), F.xxhash64("id").alias("k"), "l", "i",
+                *_bytes_columns(big_id=5), "dbl").write.parquet(path)
     df = spark.read.parquet(path)
-    # a string key, and a long key beside a string column: both keep the row sort
+    # keys or other fixed-width columns with nulls: the output gathers by row index
+    for spec in ([("l", "asc")], [("i", "desc_nulls_first"), ("dbl", "asc")]):
+        assert_like_native(df, spec)
+    # keys without nulls in one word, other columns without nulls but strings: the sort array
+    # carries each row's record (no ties left, so the order is exact without a tie-break)
+    narrow = df.select("id", "m", "k", "str", "bin")
+    assert_like_native(narrow, [("k", "desc")], tie_break=False)
+    ours = assert_like_native(narrow, [("m", "asc"), ("id", "desc")], tie_break=False)
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.columnarSorts"] == df.rdd.getNumPartitions(), m
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+    # a string key keeps the row sort (only the keys must be fixed-width)
     assert_like_native(df, [("str", "desc")], columnar=False)
-    assert_like_native(df, [("l", "asc")], columnar=False)
 
 
 def test_switch_turns_it_off(spark, data):
@@ -300,6 +327,21 @@ def test_partition_larger_than_memory_sorts_in_runs(small_memory, spec):
     assert m["FullWindowSortPartition.numOutputRows"] == RUN_ROWS, m
 
 
+def test_string_columns_across_runs(small_memory, tmp_path):
+    # 100,000 rows a partition of two longs, a string and a binary column: chunks of 3.7 MB and
+    # the strings' pages do not fit a task's share, so runs on disk carry the strings (and the
+    # 1.4 MB value, a block of its own), merged exactly as sortWithinPartitions sorts
+    spark, _ = small_memory
+    path = str(tmp_path / "str_runs")
+    spark.range(0, 200_000, 1, 2).select(
+        "id", F.xxhash64("id").alias("k"), *_bytes_columns(big_id=70_001)).write.parquet(path)
+    # (k: no ties, so the order is exact without a tie-break)
+    ours = assert_like_native(spark.read.parquet(path), [("k", "desc")], tie_break=False)
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+
+
 def test_equal_keys_keep_input_order_across_runs(small_memory):
     _, df = small_memory
     read = partitions(df)
@@ -338,3 +380,24 @@ def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
     assert m["FullWindowSortPartition.numOutputRows"] == FALLBACK_ROWS, m
+
+
+def test_fallback_after_runs_holding_strings(small_memory, tmp_path):
+    # one partition (the task may take the whole 17.5 MiB pool): 60,000 rows of short strings,
+    # then 8 rows of 3 MB strings in one batch; that batch's 24 MB of records is refused, the
+    # rows held go to disk as a run, and it is refused again with nothing held: the row sorter
+    # gets the run back (its strings read from disk) and the rest, still exactly sorted
+    spark, _ = small_memory
+    path = str(tmp_path / "fallback_str")
+    big = (F.col("id") >= 50_000) & (F.col("id") < 50_008)
+    spark.range(0, 60_000, 1, 1).select(
+        "id", F.xxhash64("id").alias("k"),
+        F.when(big, F.concat(F.expr("repeat('y', 3000000)"), F.col("id").cast("string")))
+        .when(F.col("id") % 9 == 0, None)
+        .otherwise(F.format_string("\u00e9%d", "id")).alias("str"),
+    ).write.parquet(path)
+    ours = assert_like_native(spark.read.parquet(path), [("k", "desc")])
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.rowSortFallbacks"] == 1, m
+    assert m["FullWindowSortPartition.columnarRuns"] >= 1, m
+    assert m["FullWindowSortPartition.numOutputRows"] == 60_000, m

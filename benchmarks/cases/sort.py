@@ -132,7 +132,7 @@ _sort_case(
 _sort_case(
     name="sort_wide",
     description="sortPartition('k') vs sortWithinPartitions('k') on wide rows: k a random long, "
-                "three strings of 16-31 characters and a long (string columns keep the row sorter)",
+                "three strings of 16-31 characters and a long (the strings ride in the columnar sort)",
     setup=_setup_wide, ours=_ours_one_key, native=_native_one_key,
     bar=1.0, rows=5_000_000, partitions=4,
     spark_conf=_IN_MEMORY_CONF,

@@ -11,16 +11,20 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFi
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.storage.BlockId
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.array.LongArray
 import org.apache.spark.unsafe.memory.MemoryBlock
+import org.apache.spark.unsafe.types.UTF8String
 import org.apache.spark.util.collection.unsafe.sort.RadixSort
 
 /**
- * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every column of
- * a fixed-width primitive type and every key a column of the input.
+ * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every key a
+ * column of the input of a fixed-width primitive type; every other column of such a type or,
+ * for sortPartition (not the keyed Python forms yet), a string or binary column (its bytes are
+ * carried as they are).
  */
 object ColumnarSort {
   // How a column is held (one long per value) and written back.
@@ -31,6 +35,11 @@ object ColumnarSort {
   final val Long64 = 4  // long, timestamp, timestamp_ntz, day-time interval
   final val Float32 = 5
   final val Double64 = 6
+  // Variable width (never a key): the row's bytes of each such column are held in byte pages
+  final val Str = 7     // any StringType (collated ones too: the bytes are copied verbatim)
+  final val Bin = 8
+
+  @inline def isVarWidth(t: Int): Boolean = t == Str || t == Bin
 
   def typeCode(dt: DataType): Int = dt match {
     case BooleanType => Bool
@@ -42,19 +51,26 @@ object ColumnarSort {
     case _: DayTimeIntervalType => Long64
     case FloatType => Float32
     case DoubleType => Double64
+    case _: StringType => Str
+    case BinaryType => Bin
     case _ => -1
   }
 
-  /** The column index of each key, when the columnar sort applies to `order` over `output`. */
-  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute]): Option[Array[Int]] = {
-    if (order.isEmpty || !output.forall(a => typeCode(a.dataType) >= 0)) return None
+  /**
+   * The column index of each key, when the columnar sort applies to `order` over `output`: keys
+   * of a fixed-width type, other columns too unless `varWidth` (string and binary columns allowed).
+   */
+  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute],
+      varWidth: Boolean = false): Option[Array[Int]] = {
+    val types = output.map(a => typeCode(a.dataType))
+    if (order.isEmpty || !types.forall(t => t >= 0 && (varWidth || !isVarWidth(t)))) return None
     val idx = order.map { o =>
       o.child match {
         case a: Attribute => output.indexWhere(_.exprId == a.exprId)
         case _ => -1
       }
     }
-    if (idx.forall(_ >= 0)) Some(idx.toArray) else None
+    if (idx.forall(i => i >= 0 && !isVarWidth(types(i)))) Some(idx.toArray) else None
   }
 
   /**
@@ -80,13 +96,36 @@ object ColumnarSort {
     case _ => java.lang.Double.doubleToRawLongBits(row.getDouble(c))
   }
 
+  /**
+   * Column `c` (not null, of type `t`: Str or Bin) of `row` as its bytes: no copy for an
+   * UnsafeRow (a binary field is laid out as a string's) or a string.
+   */
+  @inline def getBytes(row: InternalRow, c: Int, t: Int): UTF8String =
+    if (t == Str || row.isInstanceOf[UnsafeRow]) row.getUTF8String(c)
+    else UTF8String.fromBytes(row.getBinary(c))
+
+  /** Column `c` (not null, of type Str or Bin) of vector `v` at `i` as its bytes. */
+  @inline def getBytes(v: ColumnVector, i: Int, t: Int): UTF8String =
+    // a WritableColumnVector gives a binary value's bytes as it gives a string's (no copy)
+    if (t == Str || v.isInstanceOf[WritableColumnVector]) v.getUTF8String(i)
+    else UTF8String.fromBytes(v.getBinary(i))
+
   /** Rows (the row sorter's output, when the columnar sort fell back to it) as a RowSource. */
   final class RowsSource(rows: Iterator[InternalRow], types: Array[Int]) extends RowSource {
     private var row: InternalRow = _
+    private var bytesCol = -1
+    private var bytes: UTF8String = _
     def run: Int = 0
-    def advance(): Boolean = rows.hasNext && { row = rows.next(); true }
+    def advance(): Boolean = rows.hasNext && { row = rows.next(); bytesCol = -1; true }
     def value(c: Int): Long = getWord(row, c, types(c))
     def isNull(c: Int): Boolean = row.isNullAt(c)
+    private def bytesOf(c: Int): UTF8String = {
+      if (c != bytesCol) { bytes = getBytes(row, c, types(c)); bytesCol = c }
+      bytes
+    }
+    def bytesBase(c: Int): AnyRef = bytesOf(c).getBaseObject
+    def bytesOffset(c: Int): Long = bytesOf(c).getBaseOffset
+    def bytesLength(c: Int): Int = bytesOf(c).numBytes()
   }
 
   /** The schema of `output` (the row sorter's, and the Arrow batches' checks). */
@@ -148,6 +187,7 @@ object ColumnarSort {
       // sorter gets the rows on disk back, then the refused unit and the rest
       add("rowSortFallbacks", 1)
       if (sorter.numRows > 0) sorter.dump()
+      add("columnarRuns", sorter.numRuns) // the runs spilled before it fell back
       val rowSorter = RowSorters.create(order, output, schemaOf(output), radixSortEnabled,
         packedPrefix, (sortNanos, peakMemory, spilled) => {
           add("sortTime", sortNanos / 1000000)
@@ -189,6 +229,12 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
+ * String and binary columns (never keys) are held row by row: each row's record (the other
+ * non-key columns' values, the length of each string or binary value, then their bytes) lies in
+ * on-heap byte pages of 1 MiB (a record larger than that in a page of its own), and a long a row
+ * gives its page and offset. The pages are accounted as the chunks are. When the keys are
+ * decoded from the sort words, the sort array carries the record's address (record carry).
+ *
  * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
  * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
  * them to a local temp file as a run (blocks of rows, column by column, through the serializer
@@ -200,8 +246,8 @@ object ColumnarSort {
  * While it appends, this consumer does not spill on request (spill returns 0): it writes runs
  * when its own memory is refused. Once its output is being read, another consumer of the same
  * task (the other side's sort of a coGroup) that needs memory makes it write the rows not read
- * yet to disk as one run, read on from there, and free their memory (the row the reader is on,
- * and a block already gathered, stay with the reader); the carry layout does not spill.
+ * yet to disk as one run, read on from there, and free their memory (the row the reader is on
+ * stays with the reader); only with fixed-width columns and not in the carry layout.
  */
 final class ColumnarSorter(
     types: Array[Int],
@@ -218,6 +264,7 @@ final class ColumnarSorter(
   private val Mask = ChunkRows - 1L
   private val numCols = types.length
 
+  // a long per value of each fixed-width column (none for a string or binary one)
   private val values = Array.fill(numCols)(new ArrayBuffer[Array[Long]])
   private val nulls = Array.fill(numCols)(new ArrayBuffer[Array[Boolean]])
   private val colHasNull = new Array[Boolean](numCols)
@@ -232,21 +279,133 @@ final class ColumnarSorter(
   // array in order and gathers nothing. Only when one pack of value words holds every key,
   // every key is integral without nulls and there is at most one other column, without nulls.
   private var carry = false
+  // Keys in the word (set by sort): one pack of value words holds every key, every key integral
+  // without nulls, so output decodes the keys from the record's word (carry or not)
+  private var keysInWord = false
   private var carryPack: Seq[Word] = Nil
   private var carryPayload = -1
   private val reading = new ArrayBuffer[FileRun]
   private var spilledBytes = 0L
+
+  // string and binary columns: each row's record (an int length per such column, then the
+  // bytes of each) at addrs' long for the row: page index << 32 | offset in the page
+  private val varCols: Array[Int] = (0 until numCols).filter(c => isVarWidth(types(c))).toArray
+  private val numVar = varCols.length
+  private val varIndex: Array[Int] = {
+    val a = Array.fill(numCols)(-1)
+    varCols.indices.foreach(i => a(varCols(i)) = i)
+    a
+  }
+  // with string or binary columns, the other non-key columns' values live in the record too
+  // (8 bytes each, first), so that output reads one record a row
+  private val isKey: Array[Boolean] = {
+    val a = new Array[Boolean](numCols)
+    keyCols.foreach(c => a(c) = true)
+    a
+  }
+  private val recFixed: Array[Int] =
+    if (numVar == 0) Array.empty
+    else (0 until numCols).filter(c => !isKey(c) && !isVarWidth(types(c))).toArray
+  private val recFixedIndex: Array[Int] = {
+    val a = Array.fill(numCols)(-1)
+    recFixed.indices.foreach(i => a(recFixed(i)) = i)
+    a
+  }
+  @inline private def inChunks(c: Int): Boolean = !isVarWidth(types(c)) && recFixedIndex(c) < 0
+  private val lensAt = 8L * recFixed.length // a record's lengths (-1: null)
+  private val header = 8 * recFixed.length + 4 * numVar
+  // Record carry (set by sort): the sort array's first long of each record is the row's record
+  // address instead of its index (keys in the word; no null in a fixed-width column of the record)
+  private var recCarry = false
+  private val addrs = new ArrayBuffer[Array[Long]]
+  private val PageBytes = 1 << 20
+  private val pages = new ArrayBuffer[Array[Byte]]
+  private var curPage = -1
+  private var pagePos = PageBytes // no page open: the next record opens one
+  private var numChunks = 0
+  // what a chunk of rows reserves: a long per fixed-width value, one for the record's address,
+  // the sort array's four longs
+  private val chunkBytes: Long =
+    ChunkRows * ((numCols - numVar - recFixed.length) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
+  // append's scratch: each row's record size and each string or binary column's lengths
+  private var recSize = new Array[Int](0)
+  private val varLens = Array.fill(numVar)(new Array[Int](0))
+  private val rowBytes = new Array[UTF8String](numVar)
+
+  private def addChunk(): Unit = {
+    var c = 0
+    while (c < numCols) {
+      if (inChunks(c)) values(c) += new Array[Long](ChunkRows)
+      c += 1
+    }
+    if (numVar > 0) addrs += new Array[Long](ChunkRows)
+    numChunks += 1
+  }
+
+  /** The bytes of new pages that records of `sizes` (the first `m`) need, placed in order. */
+  private def pageBytesFor(sizes: Array[Int], m: Int): Long = {
+    var pos = pagePos
+    var need = 0L
+    var i = 0
+    while (i < m) {
+      val s = sizes(i)
+      if (s > PageBytes) need += s
+      else {
+        if (pos + s > PageBytes) { need += PageBytes; pos = 0 }
+        pos += s
+      }
+      i += 1
+    }
+    need
+  }
+
+  /** Places a record of `s` bytes (its pages reserved by pageBytesFor): its address. */
+  private def place(s: Int): Long = {
+    if (s > PageBytes) {
+      pages += new Array[Byte](s)
+      (pages.length - 1).toLong << 32
+    } else {
+      if (pagePos + s > PageBytes) {
+        pages += new Array[Byte](PageBytes)
+        curPage = pages.length - 1
+        pagePos = 0
+      }
+      val a = (curPage.toLong << 32) | pagePos
+      pagePos += s
+      a
+    }
+  }
+
+  /**
+   * Reads the record at `at` of `base`: each string or binary column's offset and length into
+   * `offs` and `lens`; the offset past the record.
+   */
+  private def decodeRecord(base: AnyRef, at: Long, offs: Array[Long], lens: Array[Int]): Long = {
+    var data = at + header
+    var vi = 0
+    while (vi < numVar) {
+      val len = Platform.getInt(base, at + lensAt + 4L * vi)
+      offs(vi) = data
+      lens(vi) = len
+      if (len > 0) data += len
+      vi += 1
+    }
+    data
+  }
+
+  @inline private def recordAddr(row: Long): Long =
+    addrs((row >>> ChunkBits).toInt)((row & Mask).toInt)
 
   def numRows: Long = n
   def peakMemory: Long = peak
   def numRuns: Int = runs.length
   def bytesSpilled: Long = spilledBytes
 
-  // the reader of the held rows, once output began (GatheredRun or MemoryRun): spill() asks it
-  private var reader: SpillableRun = _
+  // the reader of the held rows, once output began (MemoryRun): spill() asks it
+  private var reader: MemoryRun = _
 
   /** Told the memory freed each time the output's rest is spilled on request. */
-  var onOutputSpill: Long => Unit = _ => ()
+  var onOutputSpill: Long => Unit = (_: Long) => ()
 
   override def spill(size: Long, trigger: MemoryConsumer): Long =
     if ((trigger eq this) || reader == null || held == 0) 0L
@@ -256,20 +415,41 @@ final class ColumnarSorter(
       freed
     }
 
-  /** A reader of the held rows that can move the rows it has not read yet to disk. */
-  private trait SpillableRun extends RowSource {
-    /** Writes the held rows not read yet as a run, reads on from it; the memory freed. */
-    def spillRest(): Long
+  /**
+   * Whether, after sort(), every sorted row is held and found by its row index in the column
+   * chunks (no run on disk, no carry layout, no string or binary column), so a reader may gather
+   * the rows column by column ([[sortedIndices]], [[gather]], [[gatherNulls]]) instead of row by
+   * row through [[sortedSource]]: a tight loop over one column lets the CPU overlap the memory
+   * reads of many rows (the sorted order visits the held rows at random).
+   */
+  def heldByIndex: Boolean = runs.isEmpty && !carry && !recCarry && numVar == 0 && sortArray != null
+
+  /** The row indices of the sorted positions [from, from + count) into `dst`. */
+  def sortedIndices(from: Long, count: Int, dst: Array[Long]): Unit = {
+    val a = sortArray
+    var at = (2 * from).toInt
+    var i = 0
+    while (i < count) { dst(i) = a(at); at += 2; i += 1 }
   }
 
-  /**
-   * Writes the held rows at sorted positions [from, n) as a run and frees the held rows; the run
-   * read back from its first row (the caller advances it).
-   */
-  private def spillTail(from: Long): FileRun = {
-    writeRun(n - from, j => sortArray((2 * (from + j)).toInt))
-    new FileRun(runs.last, 0)
+  /** Column `c`'s words (as the sorter holds them) of the rows `rows(0 until count)`. */
+  def gather(c: Int, rows: Array[Long], count: Int, dst: Array[Long]): Unit = {
+    val chunks = values(c).toArray
+    var i = 0
+    while (i < count) {
+      val row = rows(i)
+      dst(i) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
+      i += 1
+    }
   }
+
+  /** Column `c`'s null flags of the rows `rows(0 until count)`; false when it has no nulls. */
+  def gatherNulls(c: Int, rows: Array[Long], count: Int, dst: Array[Boolean]): Boolean =
+    colHasNull(c) && {
+      var i = 0
+      while (i < count) { dst(i) = isNull(c, rows(i)); i += 1 }
+      true
+    }
 
   private def reserve(bytes: Long): Boolean = {
     val got = acquireMemory(bytes)
@@ -289,9 +469,8 @@ final class ColumnarSorter(
     if (m == 0) return true
     val firstChunk = (n >>> ChunkBits).toInt
     val lastChunk = ((n + m - 1) >>> ChunkBits).toInt
-    val newChunks = math.max(0, lastChunk + 1 - values(0).length)
-    // each chunk's rows: a long per column, and their four longs of the sort array
-    var need = newChunks.toLong * ChunkRows * (numCols * 8L + 32L)
+    val newChunks = math.max(0, lastChunk + 1 - numChunks)
+    var need = newChunks.toLong * chunkBytes
     var c = 0
     while (c < numCols) {
       if (batch.column(c).hasNull) {
@@ -304,15 +483,81 @@ final class ColumnarSorter(
       c += 1
     }
     if (lastChunk.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
+    if (numVar > 0) need += recordSizes(batch, m)
     if (need > 0 && !reserve(need)) return false
+    while (numChunks <= lastChunk) addChunk()
     c = 0
     while (c < numCols) {
-      while (values(c).length <= lastChunk) values(c) += new Array[Long](ChunkRows)
       copyColumn(batch.column(c), c, m)
       c += 1
     }
+    if (numVar > 0) copyRecords(batch, m)
     n += m
     true
+  }
+
+  /** Each row's record size and lengths (into recSize and varLens); the new pages' bytes. */
+  private def recordSizes(batch: ColumnarBatch, m: Int): Long = {
+    if (recSize.length < m) {
+      recSize = new Array[Int](m)
+      var vi = 0
+      while (vi < numVar) { varLens(vi) = new Array[Int](m); vi += 1 }
+    }
+    java.util.Arrays.fill(recSize, 0, m, header)
+    var vi = 0
+    while (vi < numVar) {
+      val c = varCols(vi)
+      val t = types(c)
+      val v = batch.column(c)
+      val hasNull = v.hasNull
+      val lens = varLens(vi)
+      var i = 0
+      while (i < m) {
+        if (hasNull && v.isNullAt(i)) lens(i) = -1
+        else {
+          val len = getBytes(v, i, t).numBytes()
+          lens(i) = len
+          recSize(i) += len
+        }
+        i += 1
+      }
+      vi += 1
+    }
+    pageBytesFor(recSize, m)
+  }
+
+  /** Copies each row's record (sized by recordSizes) into the pages. */
+  private def copyRecords(batch: ColumnarBatch, m: Int): Unit = {
+    var i = 0
+    var pos = n
+    while (i < m) {
+      val a = place(recSize(i))
+      addrs((pos >>> ChunkBits).toInt)((pos & Mask).toInt) = a
+      val page = pages((a >>> 32).toInt)
+      val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+      var k = 0
+      while (k < recFixed.length) {
+        val c = recFixed(k)
+        val v = batch.column(c)
+        Platform.putLong(page, at + 8L * k, if (v.isNullAt(i)) 0L else vectorWord(v, i, types(c)))
+        k += 1
+      }
+      var data = at + header
+      var vi = 0
+      while (vi < numVar) {
+        val len = varLens(vi)(i)
+        Platform.putInt(page, at + lensAt + 4L * vi, len)
+        if (len > 0) {
+          val c = varCols(vi)
+          val u = getBytes(batch.column(c), i, types(c))
+          Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
+          data += len
+        }
+        vi += 1
+      }
+      i += 1
+      pos += 1
+    }
   }
 
   /**
@@ -324,15 +569,19 @@ final class ColumnarSorter(
     val ch = (n >>> ChunkBits).toInt
     val off = (n & Mask).toInt
     if (ch != rowChunk) {
-      if (ch >= values(0).length) {
+      if (ch >= numChunks) {
         if (ch.toLong * ChunkRows * 4 > Int.MaxValue - ChunkRows * 8L) return false
-        if (!reserve(ChunkRows * (numCols * 8L + 32L))) return false
-        values.foreach(_ += new Array[Long](ChunkRows))
+        if (!reserve(chunkBytes)) return false
+        addChunk()
       }
       var c = 0
-      while (c < numCols) { rowChunks(c) = values(c)(ch); c += 1 }
+      while (c < numCols) {
+        if (inChunks(c)) rowChunks(c) = values(c)(ch)
+        c += 1
+      }
       rowChunk = ch
     }
+    if (numVar > 0 && !appendRecord(row, ch, off)) return false
     var c = 0
     while (c < numCols) {
       if (row.isNullAt(c)) {
@@ -344,12 +593,53 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        if (inChunks(c)) rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
     }
     n += 1
+    true
+  }
+
+  /** Copies `row`'s record into the pages (reserving a page it needs); false when refused. */
+  private def appendRecord(row: InternalRow, ch: Int, off: Int): Boolean = {
+    if (recSize.length < 1) recSize = new Array[Int](1)
+    var size = header
+    var vi = 0
+    while (vi < numVar) {
+      val c = varCols(vi)
+      rowBytes(vi) = if (row.isNullAt(c)) null else getBytes(row, c, types(c))
+      if (rowBytes(vi) != null) size += rowBytes(vi).numBytes()
+      vi += 1
+    }
+    recSize(0) = size
+    val need = pageBytesFor(recSize, 1)
+    if (need > 0 && !reserve(need)) return false
+    val a = place(size)
+    addrs(ch)(off) = a
+    val page = pages((a >>> 32).toInt)
+    val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+    var k = 0
+    while (k < recFixed.length) {
+      val c = recFixed(k)
+      Platform.putLong(page, at + 8L * k,
+        if (row.isNullAt(c)) 0L else ColumnarSort.getWord(row, c, types(c)))
+      k += 1
+    }
+    var data = at + header
+    vi = 0
+    while (vi < numVar) {
+      val u = rowBytes(vi)
+      val len = if (u == null) -1 else u.numBytes()
+      Platform.putInt(page, at + lensAt + 4L * vi, len)
+      if (len > 0) {
+        Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
+        data += len
+      }
+      rowBytes(vi) = null
+      vi += 1
+    }
     true
   }
 
@@ -366,9 +656,9 @@ final class ColumnarSorter(
       val ch = (pos >>> ChunkBits).toInt
       val off = (pos & Mask).toInt
       val len = math.min(m - r, ChunkRows - off)
-      val dst = values(c)(ch)
+      val dst = if (inChunks(c)) values(c)(ch) else null
       var i = 0
-      (t: @annotation.switch) match {
+      if (dst != null) (t: @annotation.switch) match {
         case Bool => while (i < len) { dst(off + i) = if (v.getBoolean(r + i)) 1L else 0L; i += 1 }
         case Byte8 => while (i < len) { dst(off + i) = v.getByte(r + i).toLong; i += 1 }
         case Short16 => while (i < len) { dst(off + i) = v.getShort(r + i).toLong; i += 1 }
@@ -378,6 +668,7 @@ final class ColumnarSorter(
           while (i < len) { dst(off + i) = java.lang.Float.floatToRawIntBits(v.getFloat(r + i)).toLong; i += 1 }
         case Double64 =>
           while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
+        case _ => // string or binary: copyRecords
       }
       if (hasNull) {
         while (nulls(c).length <= ch) nulls(c) += null
@@ -394,8 +685,25 @@ final class ColumnarSorter(
     }
   }
 
-  @inline private def value(c: Int, row: Long): Long =
-    values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
+  @inline private def value(c: Int, row: Long): Long = {
+    val k = recFixedIndex(c)
+    if (k < 0) values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
+    else {
+      val a = recordAddr(row)
+      Platform.getLong(pages((a >>> 32).toInt), Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL) + 8L * k)
+    }
+  }
+
+  /** Column `c` (not null) of vector `v` at `i` as the sorter holds it (getWord's long). */
+  @inline private def vectorWord(v: ColumnVector, i: Int, t: Int): Long = (t: @annotation.switch) match {
+    case Bool => if (v.getBoolean(i)) 1L else 0L
+    case Byte8 => v.getByte(i).toLong
+    case Short16 => v.getShort(i).toLong
+    case Int32 => v.getInt(i).toLong
+    case Long64 => v.getLong(i)
+    case Float32 => java.lang.Float.floatToRawIntBits(v.getFloat(i)).toLong
+    case _ => java.lang.Double.doubleToRawLongBits(v.getDouble(i))
+  }
 
   @inline private def isNull(c: Int, row: Long): Boolean = colHasNull(c) && {
     val ch = (row >>> ChunkBits).toInt
@@ -492,6 +800,8 @@ final class ColumnarSorter(
     val a = new Array[Long]((4 * n).toInt)
     sortArray = a
     carry = false
+    recCarry = false
+    keysInWord = false
     if (n == 0) return
     val all = words()
     // group consecutive words into packs of at most 64 bits, from the least significant end
@@ -505,22 +815,28 @@ final class ColumnarSorter(
     }
     if (cur.nonEmpty) packs += cur
     val others = (0 until numCols).filterNot(keyCols.contains)
-    carry = allowCarry && packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
+    keysInWord = packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
       keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
-      all.forall(_.kind == 0) && others.length <= 1 && others.forall(c => !colHasNull(c))
+      all.forall(_.kind == 0)
+    carry = allowCarry && keysInWord && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
+      numVar == 0
+    recCarry = allowCarry && keysInWord && numVar > 0 && recFixed.forall(c => !colHasNull(c))
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
     val rows = n.toInt
     if (carry && carryPayload >= 0) {
       while (j < rows) { a(2 * j) = value(carryPayload, j); j += 1 }
+    } else if (recCarry) {
+      while (j < rows) { a(2 * j) = recordAddr(j); j += 1 }
     } else {
       while (j < rows) { a(2 * j) = j; j += 1 }
     }
     val la = new LongArray(MemoryBlock.fromLongArray(a))
     var p = 0
     while (p < packs.length) { // least significant first (LSD): each pass is stable
-      for (w <- packs(p)) addWord(a, w, carry) // most significant first: each shifts what is there
+      // most significant first: each shifts what is there
+      for (w <- packs(p)) addWord(a, w, carry || recCarry)
       val at = RadixSort.sortKeyPrefixArray(la, 0L, n, 0, 7, false, false)
       if (at != 0) System.arraycopy(a, at, a, 0, 2 * rows)
       if (p < packs.length - 1) { // clear the key slots for the next pack
@@ -532,137 +848,165 @@ final class ColumnarSorter(
   }
 
   /**
-   * Whether, after sort(), every sorted row is held and found by its row index (no run on disk,
-   * no carry layout), so a reader may gather the rows column by column ([[sortedIndices]],
-   * [[gather]], [[gatherNulls]]) instead of row by row through [[sortedSource]]: a tight loop
-   * over one column lets the CPU overlap the memory reads of many rows (the sorted order visits
-   * the held rows at random), where a row-at-a-time read of every column waits on each.
+   * The rows held, in sorted order (after sort()), as a source of rows. In the carry layout the
+   * sort array is all it reads; otherwise it gathers, GatherRows sorted rows at a time and column
+   * by column (independent loads in a tight loop: their cache misses overlap), the columns held
+   * in chunks (but keys decoded from the words) and each row's record (its address from the sort
+   * array in the record carry, else by row index): the fixed-width values and lengths in it.
    */
-  def heldByIndex: Boolean = runs.isEmpty && !carry && sortArray != null
-
-  /** The row indices of the sorted positions [from, from + count) into `dst`. */
-  def sortedIndices(from: Long, count: Int, dst: Array[Long]): Unit = {
-    val a = sortArray
-    var at = (2 * from).toInt
-    var i = 0
-    while (i < count) { dst(i) = a(at); at += 2; i += 1 }
-  }
-
-  /** Column `c`'s words (as the sorter holds them) of the rows `rows(0 until count)`. */
-  def gather(c: Int, rows: Array[Long], count: Int, dst: Array[Long]): Unit = {
-    val chunks = values(c).toArray
-    var i = 0
-    while (i < count) {
-      val row = rows(i)
-      dst(i) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
-      i += 1
-    }
-  }
-
-  /** Column `c`'s null flags of the rows `rows(0 until count)`; false when it has no nulls. */
-  def gatherNulls(c: Int, rows: Array[Long], count: Int, dst: Array[Boolean]): Boolean =
-    colHasNull(c) && {
-      var i = 0
-      while (i < count) { dst(i) = isNull(c, rows(i)); i += 1 }
-      true
-    }
-
-  /** The rows held, in sorted order (after sort()), as a source of rows. */
-  private final class MemoryRun(val run: Int) extends SpillableRun {
+  private final class MemoryRun(val run: Int) extends RowSource {
     reader = this
     private var j = -1L
-    private var row = 0L
-    // once spilled: the current row's columns, then the rows after it from `tail`
+    // once spilled (spillRest): the current row's columns, then the rows after it from `tail`
     private var tail: FileRun = _
     private var onTail = false
     private lazy val current = new Array[Long](numCols)
     private lazy val currentNull = new Array[Boolean](numCols)
+
+    /**
+     * Writes the held rows after the current one as a run, to be read from there, and frees the
+     * held rows; the memory freed (0: nothing to spill, or string/binary columns or the carry
+     * layout, which do not spill).
+     */
     def spillRest(): Long = {
-      if (carry || tail != null || j + 1 >= n) return 0L
+      if (carry || recCarry || numVar > 0 || tail != null || j + 1 >= n) return 0L
       if (j >= 0) {
         var c = 0
         while (c < numCols) { current(c) = value(c); currentNull(c) = isNull(c); c += 1 }
       }
       val freed = held
-      tail = spillTail(j + 1)
+      val from = j + 1
+      writeRun(n - from, r => sortArray((2 * (from + r)).toInt))
+      tail = new FileRun(runs.last, run)
       freed
     }
     private val decoded = new Array[Long](numCols)
     private val pack = carryPack.reverse.toArray // least significant first
     private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
-    if (carry) constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
+    private val inWord = new Array[Boolean](numCols)
+    if (keysInWord) {
+      constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
+      keyCols.foreach(c => inWord(c) = true)
+    }
+    private val GatherRows = 1024
+    private val gatherCols =
+      if (carry) Array.empty[Int] else (0 until numCols).filter(c => !inWord(c) && inChunks(c)).toArray
+    private val gathered = new Array[Array[Long]](numCols)
+    gatherCols.foreach(c => gathered(c) = new Array[Long](GatherRows))
+    // null flags from the chunks (a string or binary value's null is its length, -1)
+    private val nullCols =
+      if (carry || recCarry) Array.empty[Int]
+      else (0 until numCols).filter(c => colHasNull(c) && !isVarWidth(types(c))).toArray
+    private val gatheredNull = new Array[Array[Boolean]](numCols)
+    nullCols.foreach(c => gatheredNull(c) = new Array[Boolean](GatherRows))
+    private val rowIdx = new Array[Long](if (carry) 0 else GatherRows)
+    private val recVals = Array.fill(recFixed.length)(new Array[Long](GatherRows))
+    private val recPages = new Array[Array[Byte]](if (numVar > 0 && !carry) GatherRows else 0)
+    private val recOffs = Array.fill(numVar)(new Array[Long](GatherRows))
+    private val recLens = Array.fill(numVar)(new Array[Int](GatherRows))
+    private var i = 0
+    private var inBlock = 0
+    private var touched = 0 // the bytes gather reads only to bring a record's lines into cache
+
+    private def gather(): Unit = {
+      val m = math.min(GatherRows.toLong, n - j).toInt
+      var t = 0
+      while (t < m) { rowIdx(t) = sortArray((2 * (j + t)).toInt); t += 1 }
+      var k = 0
+      while (k < gatherCols.length) {
+        val c = gatherCols(k)
+        val g = gathered(c)
+        val chunks = values(c)
+        t = 0
+        while (t < m) {
+          val row = rowIdx(t)
+          g(t) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
+          t += 1
+        }
+        k += 1
+      }
+      k = 0
+      while (k < nullCols.length) {
+        val c = nullCols(k)
+        val g = gatheredNull(c)
+        t = 0
+        while (t < m) { g(t) = ColumnarSorter.this.isNull(c, rowIdx(t)); t += 1 }
+        k += 1
+      }
+      if (numVar > 0) {
+        var touch = 0
+        t = 0
+        while (t < m) {
+          val a = if (recCarry) rowIdx(t) else recordAddr(rowIdx(t))
+          val page = pages((a >>> 32).toInt)
+          recPages(t) = page
+          val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+          k = 0
+          while (k < recFixed.length) { recVals(k)(t) = Platform.getLong(page, at + 8L * k); k += 1 }
+          var data = at + header
+          var vi = 0
+          while (vi < numVar) {
+            val len = Platform.getInt(page, at + lensAt + 4L * vi)
+            recOffs(vi)(t) = data
+            recLens(vi)(t) = len
+            if (len > 0) data += len
+            vi += 1
+          }
+          // the record's other cache lines: loaded here, where the misses of the block's rows
+          // overlap, rather than one at a time by the writer's copies
+          var q = at + 64
+          while (q < data) { touch += Platform.getByte(page, q); q += 64 }
+          touch += Platform.getByte(page, data - 1)
+          t += 1
+        }
+        touched = touch
+      }
+      inBlock = m
+      i = 0
+    }
+
     def advance(): Boolean = {
       if (tail != null) { onTail = true; return tail.advance() }
       j += 1
       if (j >= n) return false
       val at = (2 * j).toInt
-      if (!carry) row = sortArray(at)
-      else {
+      if (carry) {
         if (carryPayload >= 0) decoded(carryPayload) = sortArray(at)
+      } else {
+        i += 1
+        if (i >= inBlock) gather()
+      }
+      if (keysInWord) {
         var word = sortArray(at + 1)
-        var i = 0
-        while (i < pack.length) {
-          val w = pack(i)
+        var p = 0
+        while (p < pack.length) {
+          val w = pack(p)
           val part = if (w.width == 64) word else word & ((1L << w.width) - 1)
           word = if (w.width == 64) 0L else word >>> w.width
           val base = if (keyDesc(w.key)) w.max - part else part + w.min
           decoded(keyCols(w.key)) = base ^ Long.MinValue
-          i += 1
+          p += 1
         }
       }
       true
     }
     def value(c: Int): Long =
       if (tail != null) { if (onTail) tail.value(c) else current(c) }
-      else if (carry) decoded(c) else ColumnarSorter.this.value(c, row)
+      else if (carry || inWord(c)) decoded(c)
+      else {
+        val k = recFixedIndex(c)
+        if (k >= 0) recVals(k)(i) else gathered(c)(i)
+      }
     def isNull(c: Int): Boolean =
       if (tail != null) { if (onTail) tail.isNull(c) else currentNull(c) }
-      else !carry && ColumnarSorter.this.isNull(c, row)
-  }
-
-  /**
-   * The held rows in sorted order (heldByIndex), gathered column by column a block of BlockRows
-   * rows at a time and read from the block; frees everything once it has no more rows.
-   */
-  private final class GatheredRun extends SpillableRun {
-    reader = this
-    private val total = n
-    private var tail: FileRun = _ // the rows after the current block, once spilled
-    private var onTail = false
-    private val positions = new Array[Long](BlockRows)
-    private val words = Array.fill(numCols)(new Array[Long](BlockRows))
-    private val nullFlags = Array.fill(numCols)(new Array[Boolean](BlockRows))
-    private val blockHasNull = new Array[Boolean](numCols)
-    private var start = 0L // of the next block
-    private var rows = 0
-    private var i = -1
-    def run: Int = 0
-    def spillRest(): Long = {
-      if (tail != null || start >= total) return 0L
-      val freed = held
-      tail = spillTail(start)
-      freed
-    }
-    def advance(): Boolean = {
-      if (onTail) return tail.advance() || { free(); false }
-      i += 1
-      if (i < rows) return true
-      if (tail != null) { onTail = true; return advance() }
-      if (start >= total) { free(); return false }
-      rows = math.min(BlockRows.toLong, total - start).toInt
-      sortedIndices(start, rows, positions)
-      var c = 0
-      while (c < numCols) {
-        gather(c, positions, rows, words(c))
-        blockHasNull(c) = gatherNulls(c, positions, rows, nullFlags(c))
-        c += 1
+      else !carry && {
+        val vi = varIndex(c)
+        if (vi >= 0) recLens(vi)(i) < 0
+        else gatheredNull(c) != null && gatheredNull(c)(i)
       }
-      start += rows
-      i = 0
-      true
-    }
-    def value(c: Int): Long = if (onTail) tail.value(c) else words(c)(i)
-    def isNull(c: Int): Boolean = if (onTail) tail.isNull(c) else blockHasNull(c) && nullFlags(c)(i)
+    def bytesBase(c: Int): AnyRef = recPages(i)
+    def bytesOffset(c: Int): Long = recOffs(varIndex(c))(i)
+    def bytesLength(c: Int): Int = recLens(varIndex(c))(i)
   }
 
   /**
@@ -670,7 +1014,6 @@ final class ColumnarSorter(
    * before when there are any. Frees everything once it has no more rows.
    */
   def sortedSource(): RowSource = {
-    if (heldByIndex) return new GatheredRun
     val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
     if (sources.length == 1) {
       val only = sources.head
@@ -679,6 +1022,9 @@ final class ColumnarSorter(
         def advance(): Boolean = only.advance() || { free(); false }
         def value(c: Int): Long = only.value(c)
         def isNull(c: Int): Boolean = only.isNull(c)
+        def bytesBase(c: Int): AnyRef = only.bytesBase(c)
+        def bytesOffset(c: Int): Long = only.bytesOffset(c)
+        def bytesLength(c: Int): Int = only.bytesLength(c)
       }
     } else {
       // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
@@ -699,6 +1045,9 @@ final class ColumnarSorter(
         }
         def value(c: Int): Long = top.value(c)
         def isNull(c: Int): Boolean = top.isNull(c)
+        def bytesBase(c: Int): AnyRef = top.bytesBase(c)
+        def bytesOffset(c: Int): Long = top.bytesOffset(c)
+        def bytesLength(c: Int): Int = top.bytesLength(c)
       }
     }
   }
@@ -743,7 +1092,16 @@ final class ColumnarSorter(
     var c = 0
     while (c < numCols) {
       if (src.isNull(c)) writer.setNullAt(c)
-      else {
+      else if (isVarWidth(types(c))) {
+        // a binary value is laid out in an UnsafeRow as a string's bytes are
+        val base = src.bytesBase(c)
+        val off = src.bytesOffset(c)
+        val len = src.bytesLength(c)
+        base match {
+          case b: Array[Byte] => writer.write(c, b, (off - Platform.BYTE_ARRAY_OFFSET).toInt, len)
+          case _ => writer.write(c, UTF8String.fromAddress(base, off, len))
+        }
+      } else {
         val v = src.value(c)
         (types(c): @annotation.switch) match {
           case Bool => writer.write(c, v != 0L)
@@ -761,8 +1119,13 @@ final class ColumnarSorter(
   }
 
   // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
+  // A block: its row count; per column a null flag byte (and the rows' null bytes when set),
+  // then the values of a fixed-width column held in chunks (8 bytes each); when there are string or binary columns,
+  // the byte count of the rows' records, then the records (as held in the pages). A block holds
+  // at most BlockBytes of records unless it is one row.
 
   private val BlockRows = 4096
+  private val BlockBytes = 1 << 20
 
   /**
    * Sorts the rows held, writes them as a run to a local temp file and frees their memory, so
@@ -788,10 +1151,25 @@ final class ColumnarSorter(
       env.serializerManager.wrapStream(block, new FileOutputStream(file)), 1 << 16))
     val bytes = new Array[Byte](BlockRows * 8)
     val vals = new Array[Long](BlockRows)
+    val offs = new Array[Long](numVar)
+    val lens = new Array[Int](numVar)
     try {
       var j = 0L
       while (j < count) {
-        val rows = math.min(BlockRows.toLong, count - j).toInt
+        var rows = math.min(BlockRows.toLong, count - j).toInt
+        var recordBytes = 0L
+        if (numVar > 0) { // cut the block at BlockBytes of records
+          var i = 0
+          var stop = false
+          while (i < rows && !stop) {
+            val a = recordAddr(rowAt(j + i))
+            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+            val size = decodeRecord(pages((a >>> 32).toInt), at, offs, lens) - at
+            if (i > 0 && recordBytes + size > BlockBytes) stop = true
+            else { recordBytes += size; i += 1 }
+          }
+          rows = i
+        }
         out.writeInt(rows)
         var c = 0
         while (c < numCols) {
@@ -801,12 +1179,26 @@ final class ColumnarSorter(
             while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
             out.write(bytes, 0, rows)
           } else out.writeBoolean(false)
-          i = 0
-          while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
-          Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
-            rows * 8L)
-          out.write(bytes, 0, rows * 8)
+          if (inChunks(c)) { // the record carries the other values
+            i = 0
+            while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
+            Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
+              rows * 8L)
+            out.write(bytes, 0, rows * 8)
+          }
           c += 1
+        }
+        if (numVar > 0) {
+          out.writeInt(recordBytes.toInt)
+          var i = 0
+          while (i < rows) {
+            val a = recordAddr(rowAt(j + i))
+            val page = pages((a >>> 32).toInt)
+            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+            val size = (decodeRecord(page, at, offs, lens) - at).toInt
+            out.write(page, (a & 0xffffffffL).toInt, size)
+            i += 1
+          }
         }
         j += rows
       }
@@ -831,11 +1223,20 @@ final class ColumnarSorter(
     private var rows = 0
     private var pos = 0
     private var open = true
+    // the block's records, the current row's at recordAt, its values' offsets and lengths
+    private var records = new Array[Byte](if (numVar > 0) 1 << 16 else 0)
+    private var recordAt = 0L
+    private var current = 0L // the current row's record
+    private val offs = new Array[Long](numVar)
+    private val lens = new Array[Int](numVar)
     reading += this
 
     def advance(): Boolean = {
       pos += 1
-      if (pos < rows) return true
+      if (pos < rows) {
+        if (numVar > 0) { current = recordAt; recordAt = decodeRecord(records, recordAt, offs, lens) }
+        return true
+      }
       if (!open) return false
       rows = in.readInt()
       pos = 0
@@ -848,15 +1249,30 @@ final class ColumnarSorter(
           var i = 0
           while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
         }
-        in.readFully(bytes, 0, rows * 8)
-        Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
-          rows * 8L)
+        if (inChunks(c)) {
+          in.readFully(bytes, 0, rows * 8)
+          Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
+            rows * 8L)
+        }
         c += 1
+      }
+      if (numVar > 0) {
+        val size = in.readInt()
+        if (records.length < size) records = new Array[Byte](math.max(size, 2 * records.length))
+        in.readFully(records, 0, size)
+        current = Platform.BYTE_ARRAY_OFFSET
+        recordAt = decodeRecord(records, current, offs, lens)
       }
       true
     }
-    def value(c: Int): Long = vals(c)(pos)
+    def value(c: Int): Long = {
+      val k = recFixedIndex(c)
+      if (k < 0) vals(c)(pos) else Platform.getLong(records, current + 8L * k)
+    }
     def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
+    def bytesBase(c: Int): AnyRef = records
+    def bytesOffset(c: Int): Long = offs(varIndex(c))
+    def bytesLength(c: Int): Int = lens(varIndex(c))
     def close(): Unit = if (open) { in.close(); open = false }
   }
 
@@ -876,6 +1292,11 @@ final class ColumnarSorter(
   private def releaseColumns(): Unit = {
     values.foreach(_.clear())
     nulls.foreach(_.clear())
+    addrs.clear()
+    pages.clear()
+    curPage = -1
+    pagePos = PageBytes
+    numChunks = 0
     java.util.Arrays.fill(colHasNull, false)
     sortArray = null
     java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
@@ -895,12 +1316,20 @@ final class ColumnarSorter(
   }
 }
 
-/** A source of rows in order, read column by column: the current row after advance(). */
+/**
+ * A source of rows in order, read column by column: the current row after advance(). A
+ * fixed-width column's value is `value` (one long), a string or binary column's (not null) is
+ * the `bytesLength` bytes at `bytesOffset` of `bytesBase` (Platform's addressing: null base and
+ * an address, or an object and an offset in it).
+ */
 private[execution] trait RowSource {
   def run: Int
   def advance(): Boolean
   def value(c: Int): Long
   def isNull(c: Int): Boolean
+  def bytesBase(c: Int): AnyRef
+  def bytesOffset(c: Int): Long
+  def bytesLength(c: Int): Int
 }
 
 private[execution] final case class RunFile(block: BlockId, file: File)

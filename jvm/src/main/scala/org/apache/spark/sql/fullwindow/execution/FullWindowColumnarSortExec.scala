@@ -15,10 +15,12 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * sortPartition by columns (FullWindowColumnarRule puts it in place of
  * FullWindowSortPartitionExec over Spark's ColumnarToRowExec, and, named
  * `FullWindowColumnarSort`, in place of the SortExec that EnsureRequirements puts under a keyed
- * FullWindowAggregate): each partition's batches (a columnar child) or rows (a row child, such
- * as the exchange) are copied into columns and sorted by (key word, row index) with Spark's
- * RadixSort, then written out as UnsafeRows (ColumnarSorter). Only for columns of fixed-width primitive types and keys
- * that are columns (ColumnarSort.keyColumns). When the task's memory manager refuses more memory,
+ * FullWindowAggregate or a side of a FullWindowCoGroup): each partition's batches (a columnar
+ * child) or rows (a row child, such as the exchange) are copied into columns and sorted by
+ * (key word, row index) with Spark's RadixSort, then written out as UnsafeRows (ColumnarSorter).
+ * Only for keys that are columns of fixed-width primitive types, and other columns of such
+ * types, strings or binary (ColumnarSort.keyColumns; fixed-width only under a coGroup). When
+ * the task's memory manager refuses more memory,
  * the rows held are sorted and written to disk as a run, and the runs are merged on output. When
  * it refuses memory with nothing held, the partition falls back to the row sorter of
  * FullWindowSortPartitionExec (spilling as it does): the rows on disk first, then the rest.
@@ -47,7 +49,7 @@ case class FullWindowColumnarSortExec(
   // lazy: Spark copies the node with its expressions rewritten (a canonicalized copy for
   // exchange reuse and plan fingerprints names no column), which must not fail; only a node
   // that runs needs them
-  private lazy val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output).getOrElse(
+  private lazy val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output, varWidth = true).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $sortOrder over $output"))
   private lazy val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
 

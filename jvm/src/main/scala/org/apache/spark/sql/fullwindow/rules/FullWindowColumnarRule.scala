@@ -9,9 +9,11 @@ import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggreg
  * Puts the columnar sort (FullWindowColumnarSortExec) in place of sortPartition's row sort over
  * Spark's own ColumnarToRowExec, once transitions are inserted and before whole-stage code
  * generation, when `spark.fullwindow.sort.columnar.enabled` (default true) and every column and
- * key qualifies (ColumnarSort.keyColumns); likewise in place of the SortExec EnsureRequirements puts
- * under a FullWindowAggregate with keys (the keyed `aggregate(*columns)`) and under each side of a
- * FullWindowCoGroup, over the exchange's rows or a columnar child. A ColumnarToRowExec put back above the columnar
+ * key qualifies (ColumnarSort.keyColumns: fixed-width keys; string and binary columns allowed);
+ * likewise in place of the SortExec EnsureRequirements puts under a FullWindowAggregate with keys
+ * (the keyed `aggregate(*columns)`) and under each side of a FullWindowCoGroup (fixed-width
+ * columns only there: the side sorted first must be able to give its memory back while the
+ * other sorts), over the exchange's rows or a columnar child. A ColumnarToRowExec put back above the columnar
  * child by a later pass of the transitions (adaptive execution) is taken out again. Other
  * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort.
  */
@@ -24,17 +26,18 @@ object FullWindowColumnarRule extends ColumnarRule {
       if (!FullWindowConf.columnarSortEnabled(conf)) plan
       else plan.transformUp {
         case s: FullWindowSortPartitionExec if sparksOwn(s.child) && s.child.children.head.supportsColumnar &&
-            ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
+            ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth = true).isDefined =>
           FullWindowColumnarSortExec(s.sortOrder, s.child.children.head)
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
-        case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child))
-        case g: FullWindowCoGroupExec => g.copy(left = byColumns(g.left), right = byColumns(g.right))
+        case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child, varWidth = true))
+        case g: FullWindowCoGroupExec =>
+          g.copy(left = byColumns(g.left, varWidth = false), right = byColumns(g.right, varWidth = false))
       }
 
     /** The columnar sort in place of a local SortExec whose columns and keys qualify. */
-    private def byColumns(plan: SparkPlan): SparkPlan = plan match {
-      case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
+    private def byColumns(plan: SparkPlan, varWidth: Boolean): SparkPlan = plan match {
+      case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth).isDefined =>
         val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
           s.child.children.head
         } else s.child
