@@ -7,7 +7,7 @@ import scala.collection.mutable.ArrayBuffer
 import org.apache.spark.{SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Descending, NullsFirst, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
@@ -210,6 +210,31 @@ object ColumnarSort {
     add("numOutputRows", rows)
     add("spillSize", ctx.taskMetrics().memoryBytesSpilled - spilledBefore)
     result
+  }
+
+  /**
+   * sortPartition over rows (the exchange's, or any row child's): each row appended on its own;
+   * the row sorter of a fallback takes UnsafeRows as they come (others projected).
+   */
+  def sortRows(
+      rows: Iterator[InternalRow],
+      order: Seq[SortOrder],
+      output: Seq[Attribute],
+      types: Array[Int],
+      keyCols: Array[Int],
+      radixSortEnabled: Boolean,
+      packedPrefix: Boolean,
+      metrics: Map[String, SQLMetric]): Either[ColumnarSorter, Iterator[InternalRow]] = {
+    val toRow = UnsafeProjection.create(output, output)
+    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
+      rowSorter.insertRow(r match {
+        case u: UnsafeRow => u
+        case other => toRow(other)
+      })
+      1L
+    }
+    sortPartition[InternalRow](rows, order, output, types, keyCols, radixSortEnabled,
+      packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
   }
 
   /** An unsigned word that orders doubles as Spark SQL does: -0.0 = 0.0, NaN above +Inf. */

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -70,19 +70,9 @@ case class FullWindowColumnarSortExec(
       .fold(_.sortedRows(), identity)
   }
 
-  private def sortRows(rows: Iterator[InternalRow]): Iterator[InternalRow] = {
-    val toRow = UnsafeProjection.create(output, output)
-    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
-      rowSorter.insertRow(r match {
-        case u: UnsafeRow => u
-        case other => toRow(other)
-      })
-      1L
-    }
-    ColumnarSort.sortPartition[InternalRow](rows, sortOrder, output, types, keyCols,
-      radixSortEnabled, packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
-      .fold(_.sortedRows(), identity)
-  }
+  private def sortRows(rows: Iterator[InternalRow]): Iterator[InternalRow] =
+    ColumnarSort.sortRows(rows, sortOrder, output, types, keyCols, radixSortEnabled, packedPrefix,
+      metrics).fold(_.sortedRows(), identity)
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowColumnarSortExec =
     copy(child = newChild)

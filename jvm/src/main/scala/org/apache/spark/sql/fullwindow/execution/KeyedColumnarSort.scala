@@ -12,7 +12,7 @@ import org.apache.arrow.vector.ipc.message.MessageSerializer
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.unsafe.Platform
 
@@ -42,20 +42,10 @@ final case class KeyedColumnarSort(
     batchRows, dataSent)
 
   /** The sorter itself when its rows can be gathered column by column, else a row source. */
-  private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] = {
-    val toRow = UnsafeProjection.create(output, output)
-    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
-      rowSorter.insertRow(r match {
-        case u: UnsafeRow => u
-        case other => toRow(other)
-      })
-      1L
-    }
-    ColumnarSort.sortPartition[InternalRow](rows, order, output, types, keyCols,
-      radixSortEnabled, packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
-      .fold(s => if (s.heldByIndex) Left(s) else Right(s.sortedSource()),
-        rows => Right(new ColumnarSort.RowsSource(rows, types)))
-  }
+  private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] =
+    ColumnarSort.sortRows(rows, order, output, types, keyCols, radixSortEnabled, packedPrefix,
+      metrics).fold(s => if (s.heldByIndex) Left(s) else Right(s.sortedSource()),
+      rows => Right(new ColumnarSort.RowsSource(rows, types)))
 }
 
 /**
