@@ -235,6 +235,19 @@ def test_aggregate_columns_sort_by_columns(spark, many):
     assert m["FullWindowColumnarSort.numInputRows"] == ROWS, m
 
 
+def test_aggregate_columns_with_a_string_column_sort_by_columns(spark, many):
+    df = many.withColumn("s", F.when(F.col("v") % 7 == 0, None).otherwise(
+        F.concat(F.lit("é"), F.col("v").cast("string"))))
+
+    def make():
+        return df.keyBy("k").fullWindowPartition().aggregate(
+            F.count("s").alias("n"), F.max("s").alias("hi"), F.min(F.length("s")).alias("lo"))
+
+    (cplan, cols, _), (rplan, rows, _) = _both(spark, make)
+    assert "FullWindowColumnarSort " in cplan and "Sort [" not in cplan, cplan
+    assert "Sort [k#" in rplan and _same(cols, rows) and len(cols) == 501
+
+
 def test_string_column_keeps_the_row_sort(spark, many):
     df = many.withColumn("s", F.col("v").cast("string"))
     out = FORMS["arrow"][0](df)
