@@ -935,32 +935,18 @@ final class ColumnarSorter(
 
     private def gather(): Unit = {
       val m = math.min(GatherRows.toLong, n - j).toInt
-      var t = 0
-      while (t < m) { rowIdx(t) = sortArray((2 * (j + t)).toInt); t += 1 }
+      sortedIndices(j, m, rowIdx) // row indices, or record addresses in the record carry
       var k = 0
-      while (k < gatherCols.length) {
+      while (k < gatherCols.length) { // none in the record carry
         val c = gatherCols(k)
-        val g = gathered(c)
-        val chunks = values(c)
-        t = 0
-        while (t < m) {
-          val row = rowIdx(t)
-          g(t) = chunks((row >>> ChunkBits).toInt)((row & Mask).toInt)
-          t += 1
-        }
+        ColumnarSorter.this.gather(c, rowIdx, m, gathered(c))
         k += 1
       }
       k = 0
-      while (k < nullCols.length) {
-        val c = nullCols(k)
-        val g = gatheredNull(c)
-        t = 0
-        while (t < m) { g(t) = ColumnarSorter.this.isNull(c, rowIdx(t)); t += 1 }
-        k += 1
-      }
+      while (k < nullCols.length) { gatherNulls(nullCols(k), rowIdx, m, gatheredNull(nullCols(k))); k += 1 }
       if (numVar > 0) {
         var touch = 0
-        t = 0
+        var t = 0
         while (t < m) {
           val a = if (recCarry) rowIdx(t) else recordAddr(rowIdx(t))
           val page = pages((a >>> 32).toInt)
