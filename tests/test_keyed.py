@@ -101,14 +101,24 @@ def test_map_partition_plan_has_one_exchange_by_key_and_the_named_node(df):
     plan = executed_plan(out)
     one_exchange_by(plan, "k")
     assert re.search(r"FullWindowKeyedMapPartition keys=\[k#\d+L\]", plan), plan
-    assert "Sort [k#" in plan
+    # the node sorts its partitions itself, by columns (a string column beside the long key)
+    assert "columnar=true" in plan and "Sort [" not in plan, plan
 
 
 @needs_connect_result_metrics()
 def test_the_sort_under_a_keyed_node_runs_outside_its_codegen_stage(spark, df):
-    """The SortExec under a keyed Python node hands its sorter's rows straight over: its
-    whole-stage-codegen stage never runs (no time recorded), while the sort itself does and
-    keeps its metrics. With code generation off, the plan has no stage and the same result."""
+    """The SortExec under a keyed Python node (the columnar sort off) hands its sorter's rows
+    straight over: its whole-stage-codegen stage never runs (no time recorded), while the sort
+    itself does and keeps its metrics. With code generation off, the plan has no stage and the
+    same result."""
+    spark.conf.set("spark.fullwindow.sort.columnar.enabled", "false")
+    try:
+        _sort_outside_codegen(spark, df)
+    finally:
+        spark.conf.unset("spark.fullwindow.sort.columnar.enabled")
+
+
+def _sort_outside_codegen(spark, df):
     out = df.keyBy("k").fullWindowPartition().mapPartition(count_and_sum, "k long, n long, total long")
     got = sorted(tuple(r) for r in out.collect())
     exp = expected_by_key()

@@ -6,8 +6,9 @@ fills the Arrow batches sent to Python straight from the sorted columns.
 Checked here, over Parquet input: every keyed form gives what it gives with the switch off (the
 row path: SortExec, then Spark's Arrow writer), down to the batches each key's records come in;
 null keys, one key (most partitions empty), many keys, NaN and -0.0; the running reduce's
-second sort key (input position); the plan has no `Sort [` under the node, and has it with a
-string column or the switch off; a partition larger than the execution memory is sorted in runs
+second sort key (input position); string and binary columns beside the key (the same Arrow
+stream), batches ended by the byte limit; the plan has no `Sort [` under the node, and has it
+with the switch off; a partition larger than the execution memory is sorted in runs
 spilled to disk, and rows too wide for any run fall back to the row sorter. One session, with a
 small execution memory pool, for the whole module."""
 from __future__ import annotations
@@ -248,12 +249,83 @@ def test_aggregate_columns_with_a_string_column_sort_by_columns(spark, many):
     assert "Sort [k#" in rplan and _same(cols, rows) and len(cols) == 501
 
 
-def test_string_column_keeps_the_row_sort(spark, many):
-    df = many.withColumn("s", F.col("v").cast("string"))
-    out = FORMS["arrow"][0](df)
-    plan = executed_plan(out)
-    assert "columnar=true" not in plan and "Sort [k#" in plan, plan
-    assert len(out.collect()) == 501
+def _with_strings(df):
+    """`df` with a string column s (nulls, empty, multi-byte, up to ~60 bytes) and a binary bin."""
+    return df.withColumn("s", F.when(F.col("v") % 17 == 0, None).when(F.col("v") % 5 == 0, "")
+                         .otherwise(F.expr("repeat(concat('é', cast(v as string)), cast(v % 6 as int))"))) \
+        .withColumn("bin", F.when(F.col("v") % 9 == 0, None)
+                    .otherwise(F.unhex(F.hex(F.col("v") * 31))))
+
+
+def per_key_pandas_strings(key, frames):
+    import pandas as pd
+
+    n, sizes, rows = 0, [], []
+    for pdf in frames:
+        n += len(pdf)
+        sizes.append(len(pdf))
+        rows.extend((int(v), None if s is None else str(s), None if b is None else bytes(b))
+                    for v, s, b in zip(pdf["v"], pdf["s"], pdf["bin"]))
+    yield pd.DataFrame({"k": [key], "n": [n], "sizes": [json.dumps(sizes)],
+                        "digest": [_digest(rows)]})
+
+
+STRING_FORMS = {
+    "arrow": FORMS["arrow"],
+    "pandas": (lambda df: df.keyBy("k").fullWindowPartition().mapPartitionInPandas(
+        per_key_pandas_strings, OUT), "FullWindowKeyedMapPartitionInPandas"),
+    "rows": FORMS["rows"],
+}
+
+
+@pytest.mark.parametrize("form", sorted(STRING_FORMS))
+def test_string_and_binary_columns_sort_by_columns(spark, many, form):
+    # string and binary columns beside the key: the same batches as Spark's Arrow writer makes
+    # after its Sort (the same cuts; within a key rows come in shuffle order, so a batch holding
+    # the end of one key and the start of the next pads its buffers differently)
+    make, node = STRING_FORMS[form]
+    df = _with_strings(many)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(df))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    _check_plans(cplan, rplan, node)
+    assert _same(cols, rows) and len(cols) == 501
+    m = fullwindow.operator_metrics(cdf)
+    assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
+    sent = fullwindow.operator_metrics(rdf)[f"{node}.pythonDataSent"]
+    assert abs(m[f"{node}.pythonDataSent"] - sent) < sent / 1000, (m, sent)
+
+
+def batch_string_bytes(key, batches):
+    """Per batch (one key: a batch is never split): its rows and the bytes of its strings."""
+    for b in batches:
+        yield pa.RecordBatch.from_pydict(
+            {"rows": [b.num_rows], "bytes": [pc.sum(pc.binary_length(b.column("s"))).as_py() or 0]},
+            schema=pa.schema([("rows", pa.int64()), ("bytes", pa.int64())]))
+
+
+def test_byte_limit_ends_batches(spark, one):
+    # maxBytesPerBatch (4.0 on) ends a batch before maxRecordsPerBatch rows, as Spark's Arrow
+    # writer does: with 1,000-byte strings and a 20,000-byte limit, about 20 rows a batch
+    if spark.version < "4.0":
+        pytest.skip("spark.sql.execution.arrow.maxBytesPerBatch is Spark 4.0's")
+    df = one.withColumn("s", F.repeat(F.lit("x"), 1000))
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", "20000")
+    try:
+        (cplan, cols, cdf), (_, rows, _) = _both(spark, lambda: df.keyBy("k").fullWindowPartition()
+                                                  .mapPartitionInArrow(batch_string_bytes,
+                                                                       "rows long, bytes long"))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxBytesPerBatch")
+    assert "columnar=true" in cplan, cplan
+    assert sum(r[0] for r in cols) == sum(r[0] for r in rows) == ROWS
+    # every batch ends once its data reach the limit: never more than a row past it
+    assert all(1 <= r[0] <= 21 and r[1] < 21_000 for r in cols), cols
+    assert max(r[0] for r in cols) >= 19, cols
+    # Spark's own writer cuts the same place within a row or two (it counts validity bits)
+    assert abs(max(r[0] for r in cols) - max(r[0] for r in rows)) <= 2, (cols[:3], rows[:3])
 
 
 def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
@@ -297,6 +369,36 @@ def sum_v0(key, batches):
         n += b.num_rows
         s += pc.sum(b.column("v0")).as_py() or 0
     yield pa.RecordBatch.from_pydict({"k": [key], "n": [n], "s": [s]})
+
+
+def string_lengths(key, batches):
+    n = s = 0
+    for b in batches:
+        n += b.num_rows
+        s += pc.sum(pc.utf8_length(b.column("s"))).as_py() or 0
+    yield pa.RecordBatch.from_pydict({"k": [key[0]], "n": [n], "s": [s]})
+
+
+def test_string_rows_of_keys_too_wide_for_memory_fall_back_to_the_row_sorter(spark, tmp_path):
+    # 40 long keys (the keys stay in column chunks: one chunk would need 23 MB, more than the
+    # whole pool) and a string column: the Arrow batches are filled from the row sorter's rows
+    path = str(tmp_path / "wide_keys")
+    spark.range(0, 20_000, 1, 2).select(
+        *[((F.col("id") % 97) + j).alias(f"k{j}") for j in range(40)],
+        F.when(F.col("id") % 10 == 0, None).otherwise(
+            F.concat(F.lit("ü"), F.col("id").cast("string"))).alias("s"),
+    ).write.parquet(path)
+    df = spark.read.parquet(path)
+
+    def make():
+        return df.keyBy(*[f"k{j}" for j in range(40)]).fullWindowPartition().mapPartitionInArrow(
+            string_lengths, "k long, n long, s long")
+
+    (cplan, cols, cdf), (_, rows, _) = _both(spark, make)
+    assert "columnar=true" in cplan and _same(cols, rows) and len(cols) == 97
+    assert sum(r[1] for r in cols) == 20_000 and sum(r[2] for r in cols) > 80_000
+    m = fullwindow.operator_metrics(cdf)
+    assert m["FullWindowKeyedMapPartitionInArrow.rowSortFallbacks"] >= 1, m
 
 
 def per_key_sides(key, lefts, rights):

@@ -22,6 +22,8 @@ ratio and lives in ``benchmarks/heavy_key.py``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,7 +36,7 @@ from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality
                              parquet_input, random_long, run_noop)
 from benchmarks.natives import (WIDE_COGROUP_ARROW, cogroup_natives, keyed_arrow_natives,
                                 keyed_pandas_natives, keyed_row_natives, payload_length)
-from benchmarks.registry import Case, Scale, register
+from benchmarks.registry import CASES, Case, Scale, register
 
 GROUP = "keyed"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
@@ -162,6 +164,22 @@ def _arrow_case(name: str, keys: int, bar: float) -> None:
 # DESIGN's bars with the columnar sort (KeyedColumnarSort); 1.5x / 1.3x without it
 _arrow_case("keyed_map_partition_in_arrow", MANY_KEYS, 2.5)
 _arrow_case("keyed_map_partition_in_arrow_few_keys", FEW_KEYS, 2.0)
+
+
+def _columns_with_strings(seed: int):
+    # the 10,000-key columns and a 32-character ASCII string p beside them (a hex digest of id)
+    return _columns(MANY_KEYS)(seed) + [F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 32)
+                                        .alias("p")]
+
+
+register(dataclasses.replace(
+    CASES["keyed_map_partition_in_arrow"], name="keyed_map_partition_in_arrow_strings",
+    description=CASES["keyed_map_partition_in_arrow"].description
+    + "; a 32-character string column p beside k, v and x, carried by every form",
+    setup=lambda spark, scale: parquet_input(spark, scale, "keyed-k10000-s32", _columns_with_strings),
+    bar_note="DESIGN's 10,000-key bar, here with a string column the row sorter carried before",
+    settings={**CASES["keyed_map_partition_in_arrow"].settings,
+              "columns": _MAP_SETTINGS["columns"] + ", p: 32-character string"}))
 
 
 # ---- keyed mapPartitionInPandas vs applyInPandas --------------------------------------------

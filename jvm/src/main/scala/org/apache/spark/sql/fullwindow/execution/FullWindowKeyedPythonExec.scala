@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Dist
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.fullwindow.{FullWindowConf, FullWindowExplain}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -43,7 +44,7 @@ case class FullWindowKeyedPythonExec(
   override protected def columnarSort: Option[KeyedColumnarSort] =
     if (!columnar) None
     else Some(KeyedColumnarSort(order, child.output, conf.enableRadixSort,
-      PackedSortPrefix.applies(order, conf),
+      PackedSortPrefix.applies(order, conf), SparkShims.arrowMaxBytesPerBatch(conf),
       metrics.filter { case (k, _) => k != "numInputRows" && k != "numOutputRows" }))
 
   // the running reduce also shows its order (the keys, then the input position)
@@ -60,13 +61,15 @@ case class FullWindowKeyedPythonExec(
 object KeyedPython {
   /**
    * Whether a keyed Python node sorts by columns: `spark.fullwindow.sort.columnar.enabled`, every
-   * column of `input` and key of `order` qualify (ColumnarSort.keyColumns), and the Arrow
-   * batches have a fixed number of rows (PythonArrowEval.fixedBatchRows).
+   * column of `input` and key of `order` qualify (ColumnarSort.keyColumns: fixed-width keys,
+   * string and binary columns beside them), and the Arrow batches are bounded in rows
+   * (PythonArrowEval.batchRows).
    */
   def columnarSort(order: Seq[SortOrder], input: Seq[Attribute], pandas: Boolean,
       conf: SQLConf): Boolean =
-    FullWindowConf.columnarSortEnabled(conf) && ColumnarSort.keyColumns(order, input).isDefined &&
-      PythonArrowEval.fixedBatchRows(conf, pandas, ColumnarSort.schemaOf(input)).isDefined
+    FullWindowConf.columnarSortEnabled(conf) &&
+      ColumnarSort.keyColumns(order, input, varWidth = true).isDefined &&
+      PythonArrowEval.batchRows(conf, pandas, ColumnarSort.schemaOf(input)) > 0
 
   /**
    * The expressions to hash-partition by: the keys, with floating-point ones normalized

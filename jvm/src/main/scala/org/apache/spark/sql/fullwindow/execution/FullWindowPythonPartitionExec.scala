@@ -125,11 +125,15 @@ object PythonArrowEval {
       columnarSort: Option[KeyedColumnarSort] = None): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
     val batches = BatchShape(conf, pandasFrames, inputSchema)
-    if (columnarSort.isDefined && batches.fixedRows.isEmpty) {
-      throw new IllegalStateException("a columnar sort feeds batches of a fixed number of rows")
+    // a columnar sort cuts the batches itself: at most `rows` rows, ended early by the byte limit
+    val ownBatches = if (columnarSort.isEmpty) batches.fixedRows else {
+      if (batches.rows <= 0) {
+        throw new IllegalStateException("a columnar sort feeds batches of a bounded number of rows")
+      }
+      Some(batches.rows)
     }
     val factory = SparkShims.mapInArrowFactory(output, udf, inputSchema, conf, pythonMetrics,
-      jobArtifactUUID, batches.fixedRows, columnarSort)
+      jobArtifactUUID, ownBatches, columnarSort)
     new PythonArrowEval(factory, batches.skipByteCheck, batches.frameRows)
   }
 
@@ -137,10 +141,10 @@ object PythonArrowEval {
    * The input batches' rows: `frameRows`, the pandas forms' own (pandasFrameRows), else the
    * session's maxRecordsPerBatch; `skipByteCheck` when no byte limit can end a batch of that
    * many rows earlier; `fixedRows`, the rows of every batch (the last one shorter) when none
-   * can, else None.
+   * can, else None; `rows`, the most rows of a batch (not positive: unbounded).
    */
   private final case class BatchShape(frameRows: Option[Int], skipByteCheck: Boolean,
-      fixedRows: Option[Int])
+      fixedRows: Option[Int], rows: Int)
 
   private object BatchShape {
     def apply(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): BatchShape = {
@@ -149,16 +153,13 @@ object PythonArrowEval {
       val maxBytes = SparkShims.arrowMaxBytesPerBatch(conf)
       val skip = byteLimitUnreachable(inputSchema, batchRows, maxBytes)
       BatchShape(frameRows, skip,
-        Some(batchRows).filter(_ > 0 && (skip || maxBytes >= Int.MaxValue)))
+        Some(batchRows).filter(_ > 0 && (skip || maxBytes >= Int.MaxValue)), batchRows)
     }
   }
 
-  /**
-   * The rows of every input batch when no byte limit can end one earlier (then the batches are
-   * exactly that many rows, the last one shorter), else None.
-   */
-  def fixedBatchRows(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): Option[Int] =
-    BatchShape(conf, pandasFrames, inputSchema).fixedRows
+  /** The most rows an input batch holds (not positive: unbounded), before any byte limit. */
+  def batchRows(conf: SQLConf, pandasFrames: Boolean, inputSchema: StructType): Int =
+    BatchShape(conf, pandasFrames, inputSchema).rows
 
   /**
    * Rows per input Arrow batch of the pandas forms when the session does not set

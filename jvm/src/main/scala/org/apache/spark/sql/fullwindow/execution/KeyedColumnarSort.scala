@@ -5,7 +5,7 @@ import java.nio.channels.Channels
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.arrow.vector.{BaseFixedWidthVector, VectorSchemaRoot, VectorUnloader}
+import org.apache.arrow.vector.{BaseFixedWidthVector, BaseLargeVariableWidthVector, BaseVariableWidthVector, FieldVector, VectorSchemaRoot, VectorUnloader}
 import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.ipc.WriteChannel
 import org.apache.arrow.vector.ipc.message.MessageSerializer
@@ -23,23 +23,26 @@ import org.apache.spark.unsafe.Platform
  * refused, the row sorter when it is refused with nothing held, as for sortPartition), and read
  * out as [[ArrowChunks]]: Arrow batches filled straight from the sorted columns, which the
  * line's Arrow Python runner (MapInArrowShim.runner) writes in place of rows it would put into
- * the batch one by one with Spark's ArrowWriter. Created on the driver.
+ * the batch one by one with Spark's ArrowWriter. Keys are fixed-width columns; the other columns
+ * may be strings or binary too. Created on the driver, with the session's Arrow byte limit per
+ * batch (`maxBatchBytes`: `spark.sql.execution.arrow.maxBytesPerBatch` where the line has it).
  */
 final case class KeyedColumnarSort(
     order: Seq[SortOrder],
     output: Seq[Attribute],
     radixSortEnabled: Boolean,
     packedPrefix: Boolean,
+    maxBatchBytes: Long,
     metrics: Map[String, SQLMetric]) {
 
   private val types = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
-  private val keyCols = ColumnarSort.keyColumns(order, output).getOrElse(
+  private val keyCols = ColumnarSort.keyColumns(order, output, varWidth = true).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $order over $output"))
 
-  /** The partition's `rows` sorted, as Arrow batches of `batchRows` rows. */
+  /** The partition's `rows` sorted, as Arrow batches of at most `batchRows` rows. */
   def chunks(context: TaskContext, rows: Iterator[InternalRow], batchRows: Int,
       dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => sorted(rows), types,
-    batchRows, dataSent)
+    batchRows, maxBatchBytes, dataSent)
 
   /** The sorter itself when its rows can be gathered column by column, else a row source. */
   private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] =
@@ -49,19 +52,22 @@ final case class KeyedColumnarSort(
 }
 
 /**
- * A sorted partition as the Arrow input of a Python runner: batches of exactly `batchRows` rows
- * (the last one shorter), the rows as one struct column (mapInArrow's layout), each batch filled
+ * A sorted partition as the Arrow input of a Python runner: batches of `batchRows` rows (the
+ * last one shorter), the rows as one struct column (mapInArrow's layout), each batch filled
  * column by column into the root's vectors from the sorted rows (`sorted`, read on the first
- * batch) and written by [[writeNext]]. As an iterator it only tells whether a batch is left:
- * nothing reads rows from it. Stops once the task is completed or killed (3.5's runner writes
- * from a thread of its own, which must not read a sorter the task has freed). Only for the
- * fixed-width types of ColumnarSort; the vectors are those ArrowUtils.toArrowSchema gives them.
+ * batch) and written by [[writeNext]]. A batch also ends, as Spark's Arrow input ends one, once
+ * its Arrow data reach `maxBytes` (at least one row a batch; Int.MaxValue or more: no limit).
+ * As an iterator it only tells whether a batch is left: nothing reads rows from it. Stops once
+ * the task is completed or killed (3.5's runner writes from a thread of its own, which must not
+ * read a sorter the task has freed). For the types of ColumnarSort; the vectors are those
+ * ArrowUtils.toArrowSchema gives them (strings and binary with 4- or 8-byte offsets).
  */
 final class ArrowChunks(
     context: TaskContext,
     sorted: () => Either[ColumnarSorter, RowSource],
     types: Array[Int],
     batchRows: Int,
+    maxBytes: Long,
     dataSent: SQLMetric) extends Iterator[Iterator[InternalRow]] {
 
   import ColumnarSort._
@@ -102,29 +108,60 @@ final class ArrowChunks(
     true
   }
 
+  // Arrow bytes a row takes in the fixed-width columns' data buffers, and each string or binary
+  // value's offset (the values' own bytes are counted as they come)
+  private val fixedRowBytes: Long = types.map { t =>
+    (t: @annotation.switch) match {
+      case Bool | Byte8 => 1L
+      case Short16 => 2L
+      case Int32 | Float32 => 4L
+      case Str | Bin => 0L
+      case _ => 8L
+    }
+  }.sum
+  private val varCols: Array[Int] = types.indices.filter(c => isVarWidth(types(c))).toArray
+  private val offsetBytes = new Array[Int](types.length) // 4 or 8 for a string or binary column
+  private val limited = maxBytes < Int.MaxValue
+  // the rows of a batch when only fixed-width columns are filled: the fewest that reach maxBytes
+  private val fixedBatch: Int =
+    if (!limited || fixedRowBytes == 0) batchRows
+    else math.max(1L, math.min(batchRows.toLong, (maxBytes + fixedRowBytes - 1) / fixedRowBytes)).toInt
+
   private def fill(root: VectorSchemaRoot): Int = {
     val struct = root.getVector(0).asInstanceOf[StructVector]
     while (struct.getValueCapacity < batchRows) struct.reAlloc()
-    val vectors = struct.getChildrenFromFields.asScala.map(_.asInstanceOf[BaseFixedWidthVector]).toArray
-    val data = vectors.map(_.getDataBufferAddress)
+    val vectors: Array[FieldVector] = struct.getChildrenFromFields.asScala.toArray
+    val data = vectors.map {
+      case v: BaseFixedWidthVector => v.getDataBufferAddress
+      case _ => 0L // a string or binary column's: fillRows reads it, it moves as it grows
+    }
     val valid = vectors.map(_.getValidityBufferAddress)
     val bitBytes = (batchRows + 7) / 8
     var c = 0
     while (c < types.length) {
       Platform.setMemory(valid(c), 0, bitBytes)
       if (types(c) == Bool) Platform.setMemory(data(c), 0, bitBytes)
+      if (isVarWidth(types(c))) {
+        offsetBytes(c) = if (vectors(c).isInstanceOf[BaseLargeVariableWidthVector]) 8 else 4
+      }
       c += 1
     }
-    val i = if (held != null) fillHeld(data, valid) else fillRows(data, valid)
+    val i = if (held != null) fillHeld(data, valid) else fillRows(vectors, data, valid)
     // the struct itself is never null
     setFirst(struct.getValidityBufferAddress, i)
+    varCols.foreach { c =>
+      vectors(c) match {
+        case v: BaseVariableWidthVector => v.setLastSet(i - 1)
+        case v: BaseLargeVariableWidthVector => v.setLastSet(i - 1)
+      }
+    }
     struct.setValueCount(i)
     i
   }
 
   /** The next batch gathered column by column from the sorter's held rows; its row count. */
   private def fillHeld(data: Array[Long], valid: Array[Long]): Int = {
-    val rows = math.min(batchRows.toLong, held.numRows - heldAt).toInt
+    val rows = math.min(fixedBatch.toLong, held.numRows - heldAt).toInt
     held.sortedIndices(heldAt, rows, positions)
     var c = 0
     while (c < types.length) {
@@ -152,30 +189,65 @@ final class ArrowChunks(
   }
 
   /** The next batch read row by row from `source`; its row count. */
-  private def fillRows(data: Array[Long], valid: Array[Long]): Int = {
+  private def fillRows(vectors: Array[FieldVector], data: Array[Long], valid: Array[Long]): Int = {
+    // each string or binary column's next byte in its data buffer, and the buffer's end
+    val pos = new Array[Long](types.length)
+    val end = new Array[Long](types.length)
+    varCols.foreach { c =>
+      data(c) = vectors(c).getDataBuffer.memoryAddress()
+      end(c) = vectors(c).getDataBuffer.capacity()
+      putOffset(vectors(c), c, 0, 0L)
+    }
+    var bytes = 0L
     var c = 0
     var i = 0
-    while (i < batchRows && ready) {
+    while (i < batchRows && ready && (!limited || bytes < maxBytes)) {
       c = 0
       while (c < types.length) {
+        val t = types(c)
         if (!source.isNull(c)) {
           setBit(valid(c), i)
-          val v = source.value(c)
-          val at = data(c)
-          (types(c): @annotation.switch) match {
-            case Bool => if (v != 0L) setBit(at, i)
-            case Byte8 => Platform.putByte(null, at + i, v.toByte)
-            case Short16 => Platform.putShort(null, at + 2L * i, v.toShort)
-            case Int32 | Float32 => Platform.putInt(null, at + 4L * i, v.toInt)
-            case _ => Platform.putLong(null, at + 8L * i, v)
+          if (isVarWidth(t)) {
+            val len = source.bytesLength(c)
+            if (pos(c) + len > end(c)) {
+              val v = vectors(c)
+              while (v.getDataBuffer.capacity() < pos(c) + len) v match {
+                case w: BaseVariableWidthVector => w.reallocDataBuffer()
+                case w: BaseLargeVariableWidthVector => w.reallocDataBuffer()
+              }
+              data(c) = v.getDataBuffer.memoryAddress()
+              end(c) = v.getDataBuffer.capacity()
+            }
+            Platform.copyMemory(source.bytesBase(c), source.bytesOffset(c), null, data(c) + pos(c), len)
+            pos(c) += len
+            bytes += len
+          } else {
+            val v = source.value(c)
+            val at = data(c)
+            (t: @annotation.switch) match {
+              case Bool => if (v != 0L) setBit(at, i)
+              case Byte8 => Platform.putByte(null, at + i, v.toByte)
+              case Short16 => Platform.putShort(null, at + 2L * i, v.toShort)
+              case Int32 | Float32 => Platform.putInt(null, at + 4L * i, v.toInt)
+              case _ => Platform.putLong(null, at + 8L * i, v)
+            }
           }
         }
+        if (isVarWidth(t)) { putOffset(vectors(c), c, i + 1, pos(c)); bytes += offsetBytes(c) }
         c += 1
       }
+      bytes += fixedRowBytes
       i += 1
       ready = source.advance()
     }
     i
+  }
+
+  /** Sets offset `i` of the string or binary column `c` (its vector `v`) to `at`. */
+  @inline private def putOffset(v: FieldVector, c: Int, i: Int, at: Long): Unit = {
+    val offsets = v.getOffsetBufferAddress
+    if (offsetBytes(c) == 8) Platform.putLong(null, offsets + 8L * i, at)
+    else Platform.putInt(null, offsets + 4L * i, at.toInt)
   }
 
   /** Sets the first `n` bits of the (zeroed) bitmap at `address`. */

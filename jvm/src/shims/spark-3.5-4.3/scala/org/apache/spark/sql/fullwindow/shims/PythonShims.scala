@@ -21,8 +21,9 @@ trait PythonShims {
    * `fixedBatchRows` (the caller knows no byte limit can end a batch early) input batches of
    * exactly that many rows, the rows wrapped without a copy ([[MapInArrowRows]]); without it
    * Spark's own evaluation (MapInBatchEvaluatorFactory), batches cut by the session's limits.
-   * With `columnarSort` (and fixed batch rows) the input is sorted by it, and the batches are
-   * filled from its sorted columns ([[ArrowChunks]]), not row by row.
+   * With `columnarSort` (and `fixedBatchRows`, then the most rows of a batch) the input is sorted
+   * by it, and the batches are filled from its sorted columns ([[ArrowChunks]], which end a batch
+   * at the session's byte limit too), not row by row.
    */
   def mapInArrowFactory(
       output: Seq[Attribute],
