@@ -153,7 +153,8 @@ object ColumnarSort {
       append: (ColumnarSorter, T) => Boolean,
       rowsOf: T => Long,
       insert: (T, FullWindowRowSorter) => Long,
-      metrics: Map[String, SQLMetric]): Either[ColumnarSorter, Iterator[InternalRow]] = {
+      metrics: Map[String, SQLMetric],
+      allowCarry: Boolean = true): Either[ColumnarSorter, Iterator[InternalRow]] = {
     val ctx = TaskContext.get()
     val sorter = new ColumnarSorter(types, keyCols, order.map(_.direction == Descending).toArray,
       order.map(_.nullOrdering == NullsFirst).toArray, ctx.taskMemoryManager())
@@ -175,7 +176,7 @@ object ColumnarSort {
     }
     val result = if (refused.isEmpty) {
       val start = System.nanoTime()
-      sorter.sort(allowCarry = true)
+      sorter.sort(allowCarry)
       add("sortTime", (System.nanoTime() - start) / 1000000)
       add("peakMemory", sorter.peakMemory)
       add("columnarSorts", 1)
@@ -224,7 +225,8 @@ object ColumnarSort {
       keyCols: Array[Int],
       radixSortEnabled: Boolean,
       packedPrefix: Boolean,
-      metrics: Map[String, SQLMetric]): Either[ColumnarSorter, Iterator[InternalRow]] = {
+      metrics: Map[String, SQLMetric],
+      allowCarry: Boolean = true): Either[ColumnarSorter, Iterator[InternalRow]] = {
     val toRow = UnsafeProjection.create(output, output)
     val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
       rowSorter.insertRow(r match {
@@ -234,7 +236,7 @@ object ColumnarSort {
       1L
     }
     sortPartition[InternalRow](rows, order, output, types, keyCols, radixSortEnabled,
-      packedPrefix, _.appendRow(_), _ => 1L, insert, metrics)
+      packedPrefix, _.appendRow(_), _ => 1L, insert, metrics, allowCarry)
   }
 
   /** An unsigned word that orders doubles as Spark SQL does: -0.0 = 0.0, NaN above +Inf. */
@@ -272,7 +274,8 @@ object ColumnarSort {
  * when its own memory is refused. Once its output is being read, another consumer of the same
  * task (the other side's sort of a coGroup) that needs memory makes it write the rows not read
  * yet to disk as one run, read on from there, and free their memory (the row the reader is on
- * stays with the reader); only with fixed-width columns and not in the carry layout.
+ * stays with the reader, its string and binary bytes copied); not in the carry layouts (sort
+ * without `allowCarry` where that matters).
  */
 final class ColumnarSorter(
     types: Array[Int],
@@ -887,17 +890,28 @@ final class ColumnarSorter(
     private var onTail = false
     private lazy val current = new Array[Long](numCols)
     private lazy val currentNull = new Array[Boolean](numCols)
+    private lazy val currentBytes = new Array[Array[Byte]](numCols)
 
     /**
      * Writes the held rows after the current one as a run, to be read from there, and frees the
-     * held rows; the memory freed (0: nothing to spill, or string/binary columns or the carry
-     * layout, which do not spill).
+     * held rows (the current row's values, string and binary bytes too, are copied aside); the
+     * memory freed (0: nothing to spill, or a carry layout, which does not spill: the sort
+     * array holds no row index to write the run by).
      */
     def spillRest(): Long = {
-      if (carry || recCarry || numVar > 0 || tail != null || j + 1 >= n) return 0L
+      if (carry || recCarry || tail != null || j + 1 >= n) return 0L
       if (j >= 0) {
         var c = 0
-        while (c < numCols) { current(c) = value(c); currentNull(c) = isNull(c); c += 1 }
+        while (c < numCols) {
+          currentNull(c) = isNull(c)
+          if (!isVarWidth(types(c))) current(c) = value(c)
+          else if (!currentNull(c)) {
+            val b = new Array[Byte](bytesLength(c))
+            Platform.copyMemory(bytesBase(c), bytesOffset(c), b, Platform.BYTE_ARRAY_OFFSET, b.length)
+            currentBytes(c) = b
+          }
+          c += 1
+        }
       }
       val freed = held
       val from = j + 1
@@ -1015,9 +1029,14 @@ final class ColumnarSorter(
         if (vi >= 0) recLens(vi)(i) < 0
         else gatheredNull(c) != null && gatheredNull(c)(i)
       }
-    def bytesBase(c: Int): AnyRef = recPages(i)
-    def bytesOffset(c: Int): Long = recOffs(varIndex(c))(i)
-    def bytesLength(c: Int): Int = recLens(varIndex(c))(i)
+    def bytesBase(c: Int): AnyRef =
+      if (tail == null) recPages(i) else if (onTail) tail.bytesBase(c) else currentBytes(c)
+    def bytesOffset(c: Int): Long =
+      if (tail == null) recOffs(varIndex(c))(i)
+      else if (onTail) tail.bytesOffset(c) else Platform.BYTE_ARRAY_OFFSET
+    def bytesLength(c: Int): Int =
+      if (tail == null) recLens(varIndex(c))(i)
+      else if (onTail) tail.bytesLength(c) else currentBytes(c).length
   }
 
   /**

@@ -19,8 +19,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * child) or rows (a row child, such as the exchange) are copied into columns and sorted by
  * (key word, row index) with Spark's RadixSort, then written out as UnsafeRows (ColumnarSorter).
  * Only for keys that are columns of fixed-width primitive types, and other columns of such
- * types, strings or binary (ColumnarSort.keyColumns; fixed-width only under a coGroup). When
- * the task's memory manager refuses more memory,
+ * types, strings or binary (ColumnarSort.keyColumns). With `spillOnRequest` (a coGroup side,
+ * whose sorted rows are held while the other side sorts) no carry layout is used, so that the
+ * rows not read yet can be written to disk when another consumer of the task needs memory
+ * (ColumnarSorter.spill). When the task's memory manager refuses more memory,
  * the rows held are sorted and written to disk as a run, and the runs are merged on output. When
  * it refuses memory with nothing held, the partition falls back to the row sorter of
  * FullWindowSortPartitionExec (spilling as it does): the rows on disk first, then the rest.
@@ -31,7 +33,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 case class FullWindowColumnarSortExec(
     sortOrder: Seq[SortOrder],
     child: SparkPlan,
-    name: String = "FullWindowSortPartition") extends UnaryExecNode {
+    name: String = "FullWindowSortPartition",
+    spillOnRequest: Boolean = false) extends UnaryExecNode {
 
   override def nodeName: String = name
   override def output: Seq[Attribute] = child.output
@@ -66,13 +69,13 @@ case class FullWindowColumnarSortExec(
       b.numRows().toLong
     }
     ColumnarSort.sortPartition[ColumnarBatch](batches, sortOrder, output, types, keyCols,
-      radixSortEnabled, packedPrefix, _.append(_), _.numRows(), insert, metrics)
+      radixSortEnabled, packedPrefix, _.append(_), _.numRows(), insert, metrics, !spillOnRequest)
       .fold(_.sortedRows(), identity)
   }
 
   private def sortRows(rows: Iterator[InternalRow]): Iterator[InternalRow] =
     ColumnarSort.sortRows(rows, sortOrder, output, types, keyCols, radixSortEnabled, packedPrefix,
-      metrics).fold(_.sortedRows(), identity)
+      metrics, !spillOnRequest).fold(_.sortedRows(), identity)
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowColumnarSortExec =
     copy(child = newChild)

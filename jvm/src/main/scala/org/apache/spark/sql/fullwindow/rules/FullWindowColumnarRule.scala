@@ -11,8 +11,8 @@ import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggreg
  * generation, when `spark.fullwindow.sort.columnar.enabled` (default true) and every column and
  * key qualifies (ColumnarSort.keyColumns: fixed-width keys; string and binary columns allowed);
  * likewise in place of the SortExec EnsureRequirements puts under a FullWindowAggregate with keys
- * (the keyed `aggregate(*columns)`) and under each side of a FullWindowCoGroup (fixed-width
- * columns only there: the side sorted first must be able to give its memory back while the
+ * (the keyed `aggregate(*columns)`) and under each side of a FullWindowCoGroup (there without
+ * the carry layouts: the side sorted first must be able to give its memory back while the
  * other sorts), over the exchange's rows or a columnar child. A ColumnarToRowExec put back above the columnar
  * child by a later pass of the transitions (adaptive execution) is taken out again. Other
  * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort.
@@ -30,18 +30,20 @@ object FullWindowColumnarRule extends ColumnarRule {
           FullWindowColumnarSortExec(s.sortOrder, s.child.children.head)
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
-        case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child, varWidth = true))
+        case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child, spillOnRequest = false))
         case g: FullWindowCoGroupExec =>
-          g.copy(left = byColumns(g.left, varWidth = false), right = byColumns(g.right, varWidth = false))
+          g.copy(left = byColumns(g.left, spillOnRequest = true),
+            right = byColumns(g.right, spillOnRequest = true))
       }
 
     /** The columnar sort in place of a local SortExec whose columns and keys qualify. */
-    private def byColumns(plan: SparkPlan, varWidth: Boolean): SparkPlan = plan match {
-      case s: SortExec if !s.global && ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth).isDefined =>
+    private def byColumns(plan: SparkPlan, spillOnRequest: Boolean): SparkPlan = plan match {
+      case s: SortExec if !s.global &&
+          ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth = true).isDefined =>
         val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
           s.child.children.head
         } else s.child
-        FullWindowColumnarSortExec(s.sortOrder, input, "FullWindowColumnarSort")
+        FullWindowColumnarSortExec(s.sortOrder, input, "FullWindowColumnarSort", spillOnRequest)
       case other => other
     }
   }
