@@ -1083,13 +1083,14 @@ final class ColumnarSorter(
     }
     def value(c: Int): Long =
       if (tail != null) { if (onTail) tail.value(c) else current(c) }
+      else if (carry || inWord(c)) decoded(c) // neither with records
       else if (records) recWord(recPages(i), recAt(i), c)
-      else if (carry || inWord(c)) decoded(c)
       else gathered(c)(i)
     def isNull(c: Int): Boolean =
       if (tail != null) { if (onTail) tail.isNull(c) else currentNull(c) }
+      else if (carry) false
       else if (records) recIsNull(recPages(i), recAt(i), c)
-      else !carry && gatheredNull(c) != null && gatheredNull(c)(i)
+      else gatheredNull(c) != null && gatheredNull(c)(i)
     def bytesBase(c: Int): AnyRef = recPages(i)
     def bytesOffset(c: Int): Long = recAt(i) + (recSlot(recPages(i), recAt(i), c) >>> 32)
     def bytesLength(c: Int): Int = recSlot(recPages(i), recAt(i), c).toInt
