@@ -440,12 +440,12 @@ def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
 
 
 def test_cogroup_sides_with_strings_sort_by_columns(spark):
-    # One partition; the left side (200,000 rows: keys and record addresses in 4 chunks of
-    # 3.1 MB, 5.4 MB of records with a string each) holds its rows while the merge reads them,
-    # and leaves the right side's sort less than a chunk and a page: the left writes the rows it
-    # has not handed over yet to disk, strings included (when it cannot, the right side falls
-    # back to the row sorter: checked by making spillRest return 0 with strings)
-    left = spark.range(0, 200_000, 1, 2).select(
+    # One partition; the left side (140,000 rows: keys and record addresses in 3 chunks of
+    # 3.1 MB, ~8 MB of records, UnsafeRows with a string each) holds its rows while the merge
+    # reads them, and leaves the right side's sort less than a chunk and a page: the left writes
+    # the rows it has not handed over yet to disk, strings included (when it cannot, the right
+    # side falls back to the row sorter: checked by making spillRest return 0 with records)
+    left = spark.range(0, 140_000, 1, 2).select(
         (F.xxhash64("id") % 5000).alias("k"), F.col("id").alias("v"),
         F.when(F.col("id") % 13 == 0, None).otherwise(
             F.concat(F.lit("ä"), F.col("id").cast("string"))).alias("s"))
@@ -464,7 +464,7 @@ def test_cogroup_sides_with_strings_sort_by_columns(spark):
         spark.conf.unset("spark.sql.shuffle.partitions")
     assert cplan.count("FullWindowColumnarSort ") == 2 and "Sort [" not in cplan, cplan
     assert _same(cols, rows) and len(cols) == 9999
-    assert sum(r[1] for r in cols) == 200_000 and sum(r[2] for r in cols) == 300_000
+    assert sum(r[1] for r in cols) == 140_000 and sum(r[2] for r in cols) == 300_000
     m = fullwindow.operator_metrics(cdf)
     assert m["FullWindowColumnarSort.columnarRuns"] >= 1, m
     assert m["FullWindowColumnarSort.rowSortFallbacks"] == 0, m

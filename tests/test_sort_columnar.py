@@ -7,10 +7,11 @@ Checked here: the plan and the metrics say it ran; each partition's rows and ord
 sortWithinPartitions' on the same input over every primitive type, direction and null ordering,
 with NaN, -0.0, infinities and the extremes of each type, on one, two and three keys; equal keys
 keep their input order; string and binary columns beside the keys (nulls, empty values, multi-byte
-UTF-8, a value larger than the sorter's 1 MiB byte page) are sorted on columns too, while a
-string key keeps the row sort; the switch turns it off; a partition larger than the execution
+UTF-8, a value larger than the sorter's 1 MiB byte page) are sorted on columns too, every
+fixed-width type and more than 64 columns beside them read back from the rows' UnsafeRow bytes,
+and rows a consumer keeps (copies) keep their values, while a string key keeps the row sort; the switch turns it off; a partition larger than the execution
 memory is sorted in runs spilled to disk and merged, still exact and stable (with string and
-binary columns too); and rows too wide for any run fall back to the row sorter, after runs
+binary columns too, and under the keyed aggregate over the exchange's rows); and rows too wide for any run fall back to the row sorter, after runs
 holding strings when that is where memory ran out."""
 from __future__ import annotations
 
@@ -240,6 +241,57 @@ def test_string_and_binary_columns_sort_on_columns(spark, data, tmp_path):
     assert_like_native(df, [("str", "desc")], columnar=False)
 
 
+def test_every_column_type_beside_strings(spark, data, tmp_path):
+    # with a string or binary column each row is held as an UnsafeRow's bytes (every column, the
+    # keys too) and output points a row at them: every fixed-width type with its nulls, NaN,
+    # -0.0 and extremes is read back from those bytes; one pack of words (the sort array holds
+    # record addresses from the start) and several (the addresses put in after the sort)
+    path = str(tmp_path / "all")
+    data.select("*", *_bytes_columns(big_id=9)).write.parquet(path)
+    df = spark.read.parquet(path)
+    for spec in ([("y", "asc")], [("l", "desc_nulls_first")], [("f", "asc"), ("b", "desc")],
+                 [("ts", "desc"), ("s", "asc_nulls_last"), ("dbl", "desc")]):
+        assert_like_native(df, spec)
+
+
+def test_more_than_64_columns_beside_strings(spark, tmp_path):
+    # 70 columns: the rows' null bits take two words, with nulls in columns past the 64th (the
+    # key among them)
+    path = str(tmp_path / "cols70")
+    h = F.xxhash64("id")
+    cols = [F.col("id"), (h % 1000).alias("k")]
+    for j in range(68):
+        null = (F.col("id") + j) % (5 + j % 4) == 0
+        value = (F.concat(F.lit("\u00e9"), F.expr(f"repeat('z', cast((id + {j}) % 20 as int))"))
+                 if j % 3 == 0 else (h % (100 + j)) if j % 3 == 1 else (F.col("id") / (j + 1)))
+        cols.append(F.when(null, None).otherwise(value).alias(f"c{j}"))
+    spark.range(0, 6000, 1, 2).select(*cols).write.parquet(path)
+    df = spark.read.parquet(path)
+    assert_like_native(df, [("k", "desc")])
+    assert_like_native(df, [("c67", "asc_nulls_first")])
+    assert_like_native(df, [("c64", "desc_nulls_last"), ("c1", "asc")])
+
+
+def test_rows_kept_by_the_consumer(spark, data, tmp_path):
+    # a sorted row points into the sorter's pages: a consumer that keeps rows copies them
+    # (Spark's contract), and each copy keeps its own row's values: a top-k over the sorted
+    # rows (TakeOrderedAndProject keeps copies) and a cached sorted DataFrame
+    path = str(tmp_path / "kept")
+    data.select("id", F.xxhash64("id").alias("k"), "i", *_bytes_columns(big_id=17)).write.parquet(path)
+    df = spark.read.parquet(path)
+    ours = df.fullWindowPartition().sortPartition([F.col("k").desc()])
+    order = [F.col("str").desc_nulls_last(), F.col("id")]
+    top = ours.orderBy(*order).limit(25)
+    assert "columnar=true" in executed_plan(top)
+    assert _canon([top.collect()]) == _canon([df.orderBy(*order).limit(25).collect()])
+    cached = ours.cache()
+    try:
+        assert cached.count() == df.count()
+        assert _canon(partitions(cached)) == _canon(partitions(df.sortWithinPartitions(F.col("k").desc())))
+    finally:
+        cached.unpersist()
+
+
 def test_switch_turns_it_off(spark, data):
     spark.conf.set(KEY, "false")
     try:
@@ -340,6 +392,39 @@ def test_string_columns_across_runs(small_memory, tmp_path):
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
     assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
+
+
+def test_keyed_aggregate_of_strings_across_runs(small_memory, tmp_path):
+    # rows from the exchange (UnsafeRows: their bytes become the records as they are) with
+    # string and binary columns, more than memory holds in one task: runs on disk carry the
+    # records and are merged under the keyed aggregate; aggregates that keep strings and
+    # binaries (max, collect_list) equal the row sort's
+    spark, _ = small_memory
+    path = str(tmp_path / "agg_str")
+    spark.range(0, 200_000, 1, 2).select(
+        "id", (F.xxhash64("id") % 3000).alias("k"), *_bytes_columns(big_id=70_001)).write.parquet(path)
+    df = spark.read.parquet(path)
+    got = []
+    partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        for on in ("true", "false"):
+            spark.conf.set(KEY, on)
+            out = df.keyBy("k").fullWindowPartition().aggregate(
+                F.count("*").alias("n"), F.max("str").alias("hi"),
+                F.sort_array(F.collect_list("bin")).alias("bins"),
+                F.sum(F.length("str")).alias("chars"))
+            got.append(sorted((repr(tuple(r)) for r in out.collect())))
+            plan = executed_plan(out)  # after the action: adaptive execution's final plan
+            assert ("FullWindowColumnarSort " in plan) == (on == "true"), plan
+            if on == "true":
+                m = fullwindow.operator_metrics(out)
+                assert m["FullWindowColumnarSort.columnarRuns"] >= 1, m
+                assert m["FullWindowColumnarSort.rowSortFallbacks"] == 0, m
+    finally:
+        spark.conf.unset(KEY)
+        spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
+    assert len(got[0]) > 5900 and got[0] == got[1]
 
 
 def test_equal_keys_keep_input_order_across_runs(small_memory):

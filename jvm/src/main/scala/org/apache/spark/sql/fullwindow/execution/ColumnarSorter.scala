@@ -256,11 +256,12 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
- * String and binary columns (never keys) are held row by row: each row's record (the other
- * non-key columns' values, the length of each string or binary value, then their bytes) lies in
- * on-heap byte pages of 1 MiB (a record larger than that in a page of its own), and a long a row
- * gives its page and offset. The pages are accounted as the chunks are. When the keys are
- * decoded from the sort words, the sort array carries the record's address (record carry).
+ * With string or binary columns (never keys) the rows are held row by row: each row's record
+ * (its size, then the row laid out as an UnsafeRow of every column, keys too) lies in on-heap
+ * byte pages of 1 MiB (a record larger than that in a page of its own), and a long a row gives
+ * its page and offset; only the keys keep column chunks (to build the sort words). The pages are
+ * accounted as the chunks are. The sort array carries each record's address (record carry), and
+ * sortedRows() points an UnsafeRow at each sorted row's record instead of writing a new row.
  *
  * append reserves, with each chunk of rows, the sort array's share for them (32 bytes a row), so
  * sorting never asks for memory. When append is refused, spillRun() sorts the rows held, writes
@@ -315,8 +316,8 @@ final class ColumnarSorter(
   private val reading = new ArrayBuffer[FileRun]
   private var spilledBytes = 0L
 
-  // string and binary columns: each row's record (an int length per such column, then the
-  // bytes of each) at addrs' long for the row: page index << 32 | offset in the page
+  // string and binary columns: each row's record (below) at addrs' long for the row: page
+  // index << 32 | offset in the page
   private val varCols: Array[Int] = (0 until numCols).filter(c => isVarWidth(types(c))).toArray
   private val numVar = varCols.length
   private val varIndex: Array[Int] = {
@@ -324,8 +325,8 @@ final class ColumnarSorter(
     varCols.indices.foreach(i => a(varCols(i)) = i)
     a
   }
-  // with string or binary columns, the other non-key columns' values live in the record too
-  // (8 bytes each, first), so that output reads one record a row
+  // with string or binary columns, the non-key fixed-width columns live in the record only (the
+  // keys in chunks too), so that output reads one record a row
   private val isKey: Array[Boolean] = {
     val a = new Array[Boolean](numCols)
     keyCols.foreach(c => a(c) = true)
@@ -340,10 +341,16 @@ final class ColumnarSorter(
     a
   }
   @inline private def inChunks(c: Int): Boolean = !isVarWidth(types(c)) && recFixedIndex(c) < 0
-  private val lensAt = 8L * recFixed.length // a record's lengths (-1: null)
-  private val header = 8 * recFixed.length + 4 * numVar
+  // A record (with string or binary columns): an 8-byte header (the row's size in bytes), then
+  // the row laid out as an UnsafeRow of every column (keys too): null bit set words, an 8-byte
+  // slot per column (offset << 32 | size for a string or binary value, relative to the row's
+  // start), the values' bytes each padded to 8 (the padding zero: pages are new arrays, written
+  // once). So a sorted row is an UnsafeRow pointed at its record, not copied.
+  private val RecHeader = 8
+  private val bitsetBytes = ((numCols + 63) / 64) * 8
+  private val fixedBytes = bitsetBytes + 8 * numCols
   // Record carry (set by sort): the sort array's first long of each record is the row's record
-  // address instead of its index (keys in the word; no null in a fixed-width column of the record)
+  // address instead of its index
   private var recCarry = false
   private val addrs = new ArrayBuffer[Array[Long]]
   private val PageBytes = 1 << 20
@@ -357,6 +364,9 @@ final class ColumnarSorter(
     ChunkRows * ((numCols - numVar - recFixed.length) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
   // append's scratch: each row's record size and each string or binary column's lengths
   private var recSize = new Array[Int](0)
+  private var recPage = new Array[Array[Byte]](0)
+  private var recRow = new Array[Long](0)
+  private var recCursor = new Array[Int](0)
   private val varLens = Array.fill(numVar)(new Array[Int](0))
   private val rowBytes = new Array[UTF8String](numVar)
 
@@ -404,22 +414,48 @@ final class ColumnarSorter(
     }
   }
 
-  /**
-   * Reads the record at `at` of `base`: each string or binary column's offset and length into
-   * `offs` and `lens`; the offset past the record.
-   */
-  private def decodeRecord(base: AnyRef, at: Long, offs: Array[Long], lens: Array[Int]): Long = {
-    var data = at + header
-    var vi = 0
-    while (vi < numVar) {
-      val len = Platform.getInt(base, at + lensAt + 4L * vi)
-      offs(vi) = data
-      lens(vi) = len
-      if (len > 0) data += len
-      vi += 1
-    }
-    data
+  /** The offset past the record at `at` of `base` (its header, then the row). */
+  @inline private def recordEnd(base: AnyRef, at: Long): Long =
+    at + RecHeader + roundUp8(Platform.getLong(base, at))
+
+  @inline private def roundUp8(x: Long): Long = (x + 7) & ~7L
+
+  /** Whether column `c` of the record row at `row` of `base` is null. */
+  @inline private def recIsNull(base: AnyRef, row: Long, c: Int): Boolean =
+    (Platform.getLong(base, row + 8L * (c >> 6)) & (1L << (c & 63))) != 0
+
+  @inline private def setRecNull(base: AnyRef, row: Long, c: Int): Unit = {
+    val w = row + 8L * (c >> 6)
+    Platform.putLong(base, w, Platform.getLong(base, w) | (1L << (c & 63)))
   }
+
+  /** Column `c` (fixed-width, not null) of the record row at `row` as the sorter holds it. */
+  @inline private def recWord(base: AnyRef, row: Long, c: Int): Long = {
+    val at = row + bitsetBytes + 8L * c
+    (types(c): @annotation.switch) match {
+      case Bool => if (Platform.getBoolean(base, at)) 1L else 0L
+      case Byte8 => Platform.getByte(base, at).toLong
+      case Short16 => Platform.getShort(base, at).toLong
+      case Int32 | Float32 => Platform.getInt(base, at).toLong
+      case _ => Platform.getLong(base, at)
+    }
+  }
+
+  /** Writes word `w` of column `c` (fixed-width) into its slot of the (zeroed) record row at `row`. */
+  @inline private def putRecWord(base: AnyRef, row: Long, c: Int, w: Long): Unit = {
+    val at = row + bitsetBytes + 8L * c
+    (types(c): @annotation.switch) match {
+      case Bool => Platform.putBoolean(base, at, w != 0L)
+      case Byte8 => Platform.putByte(base, at, w.toByte)
+      case Short16 => Platform.putShort(base, at, w.toShort)
+      case Int32 | Float32 => Platform.putInt(base, at, w.toInt)
+      case _ => Platform.putLong(base, at, w)
+    }
+  }
+
+  /** The slot (offset << 32 | size) of column `c` (string or binary) of the record row at `row`. */
+  @inline private def recSlot(base: AnyRef, row: Long, c: Int): Long =
+    Platform.getLong(base, row + bitsetBytes + 8L * c)
 
   @inline private def recordAddr(row: Long): Long =
     addrs((row >>> ChunkBits).toInt)((row & Mask).toInt)
@@ -501,7 +537,7 @@ final class ColumnarSorter(
     var need = newChunks.toLong * chunkBytes
     var c = 0
     while (c < numCols) {
-      if (batch.column(c).hasNull) {
+      if (inChunks(c) && batch.column(c).hasNull) {
         var ch = firstChunk
         while (ch <= lastChunk) {
           if (ch >= nulls(c).length || nulls(c)(ch) == null) need += ChunkRows
@@ -516,7 +552,7 @@ final class ColumnarSorter(
     while (numChunks <= lastChunk) addChunk()
     c = 0
     while (c < numCols) {
-      copyColumn(batch.column(c), c, m)
+      if (inChunks(c)) copyColumn(batch.column(c), c, m)
       c += 1
     }
     if (numVar > 0) copyRecords(batch, m)
@@ -528,10 +564,13 @@ final class ColumnarSorter(
   private def recordSizes(batch: ColumnarBatch, m: Int): Long = {
     if (recSize.length < m) {
       recSize = new Array[Int](m)
+      recPage = new Array[Array[Byte]](m)
+      recRow = new Array[Long](m)
+      recCursor = new Array[Int](m)
       var vi = 0
       while (vi < numVar) { varLens(vi) = new Array[Int](m); vi += 1 }
     }
-    java.util.Arrays.fill(recSize, 0, m, header)
+    java.util.Arrays.fill(recSize, 0, m, RecHeader + fixedBytes)
     var vi = 0
     while (vi < numVar) {
       val c = varCols(vi)
@@ -545,7 +584,7 @@ final class ColumnarSorter(
         else {
           val len = getBytes(v, i, t).numBytes()
           lens(i) = len
-          recSize(i) += len
+          recSize(i) += roundUp8(len).toInt
         }
         i += 1
       }
@@ -554,7 +593,7 @@ final class ColumnarSorter(
     pageBytesFor(recSize, m)
   }
 
-  /** Copies each row's record (sized by recordSizes) into the pages. */
+  /** Copies each row's record (sized by recordSizes) into the pages, column by column. */
   private def copyRecords(batch: ColumnarBatch, m: Int): Unit = {
     var i = 0
     var pos = n
@@ -563,29 +602,49 @@ final class ColumnarSorter(
       addrs((pos >>> ChunkBits).toInt)((pos & Mask).toInt) = a
       val page = pages((a >>> 32).toInt)
       val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-      var k = 0
-      while (k < recFixed.length) {
-        val c = recFixed(k)
-        val v = batch.column(c)
-        Platform.putLong(page, at + 8L * k, if (v.isNullAt(i)) 0L else vectorWord(v, i, types(c)))
-        k += 1
-      }
-      var data = at + header
-      var vi = 0
-      while (vi < numVar) {
-        val len = varLens(vi)(i)
-        Platform.putInt(page, at + lensAt + 4L * vi, len)
-        if (len > 0) {
-          val c = varCols(vi)
-          val u = getBytes(batch.column(c), i, types(c))
-          Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
-          data += len
-        }
-        vi += 1
-      }
+      Platform.putLong(page, at, (recSize(i) - RecHeader).toLong)
+      recPage(i) = page
+      recRow(i) = at + RecHeader
+      recCursor(i) = fixedBytes
       i += 1
       pos += 1
     }
+    var c = 0
+    while (c < numCols) {
+      val v = batch.column(c)
+      val t = types(c)
+      val vi = varIndex(c)
+      if (vi >= 0) {
+        val lens = varLens(vi)
+        i = 0
+        while (i < m) {
+          val page = recPage(i)
+          val row = recRow(i)
+          val len = lens(i)
+          if (len < 0) setRecNull(page, row, c)
+          else {
+            val off = recCursor(i)
+            Platform.putLong(page, row + bitsetBytes + 8L * c, (off.toLong << 32) | len)
+            if (len > 0) {
+              val u = getBytes(v, i, t)
+              Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, row + off, len)
+              recCursor(i) = off + roundUp8(len).toInt
+            }
+          }
+          i += 1
+        }
+      } else {
+        val hasNull = v.hasNull
+        i = 0
+        while (i < m) {
+          if (hasNull && v.isNullAt(i)) setRecNull(recPage(i), recRow(i), c)
+          else putRecWord(recPage(i), recRow(i), c, vectorWord(v, i, t))
+          i += 1
+        }
+      }
+      c += 1
+    }
+    java.util.Arrays.fill(recPage.asInstanceOf[Array[AnyRef]], 0, m, null)
   }
 
   /**
@@ -612,7 +671,8 @@ final class ColumnarSorter(
     if (numVar > 0 && !appendRecord(row, ch, off)) return false
     var c = 0
     while (c < numCols) {
-      if (row.isNullAt(c)) {
+      if (!inChunks(c)) {} // in the record only
+      else if (row.isNullAt(c)) {
         while (nulls(c).length <= ch) nulls(c) += null
         if (nulls(c)(ch) == null) {
           if (!reserve(ChunkRows)) return false
@@ -621,7 +681,7 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        if (inChunks(c)) rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
@@ -630,43 +690,59 @@ final class ColumnarSorter(
     true
   }
 
-  /** Copies `row`'s record into the pages (reserving a page it needs); false when refused. */
+  /**
+   * Copies `row`'s record into the pages (reserving a page it needs); false when refused. An
+   * UnsafeRow of the same columns is already laid out as a record's row: its bytes are copied.
+   */
   private def appendRecord(row: InternalRow, ch: Int, off: Int): Boolean = {
     if (recSize.length < 1) recSize = new Array[Int](1)
-    var size = header
-    var vi = 0
-    while (vi < numVar) {
-      val c = varCols(vi)
-      rowBytes(vi) = if (row.isNullAt(c)) null else getBytes(row, c, types(c))
-      if (rowBytes(vi) != null) size += rowBytes(vi).numBytes()
-      vi += 1
+    val unsafe = row match {
+      case u: UnsafeRow if u.numFields == numCols => u
+      case _ => null
     }
-    recSize(0) = size
+    var size = 0L
+    if (unsafe != null) size = unsafe.getSizeInBytes
+    else {
+      size = fixedBytes
+      var vi = 0
+      while (vi < numVar) {
+        val c = varCols(vi)
+        rowBytes(vi) = if (row.isNullAt(c)) null else getBytes(row, c, types(c))
+        if (rowBytes(vi) != null) size += roundUp8(rowBytes(vi).numBytes())
+        vi += 1
+      }
+    }
+    if (RecHeader + roundUp8(size) > Int.MaxValue) return false
+    recSize(0) = (RecHeader + roundUp8(size)).toInt
     val need = pageBytesFor(recSize, 1)
     if (need > 0 && !reserve(need)) return false
-    val a = place(size)
+    val a = place(recSize(0))
     addrs(ch)(off) = a
     val page = pages((a >>> 32).toInt)
     val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-    var k = 0
-    while (k < recFixed.length) {
-      val c = recFixed(k)
-      Platform.putLong(page, at + 8L * k,
-        if (row.isNullAt(c)) 0L else ColumnarSort.getWord(row, c, types(c)))
-      k += 1
-    }
-    var data = at + header
-    vi = 0
-    while (vi < numVar) {
-      val u = rowBytes(vi)
-      val len = if (u == null) -1 else u.numBytes()
-      Platform.putInt(page, at + lensAt + 4L * vi, len)
-      if (len > 0) {
-        Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, data, len)
-        data += len
+    Platform.putLong(page, at, size)
+    val r = at + RecHeader
+    if (unsafe != null) {
+      Platform.copyMemory(unsafe.getBaseObject, unsafe.getBaseOffset, page, r, size)
+    } else {
+      var cursor = fixedBytes.toLong
+      var c = 0
+      while (c < numCols) {
+        val vi = varIndex(c)
+        if (vi >= 0) {
+          val u = rowBytes(vi)
+          if (u == null) setRecNull(page, r, c)
+          else {
+            val len = u.numBytes()
+            Platform.putLong(page, r + bitsetBytes + 8L * c, (cursor << 32) | len)
+            Platform.copyMemory(u.getBaseObject, u.getBaseOffset, page, r + cursor, len)
+            cursor += roundUp8(len)
+            rowBytes(vi) = null
+          }
+        } else if (row.isNullAt(c)) setRecNull(page, r, c)
+        else putRecWord(page, r, c, ColumnarSort.getWord(row, c, types(c)))
+        c += 1
       }
-      rowBytes(vi) = null
-      vi += 1
     }
     true
   }
@@ -718,7 +794,7 @@ final class ColumnarSorter(
     if (k < 0) values(c)((row >>> ChunkBits).toInt)((row & Mask).toInt)
     else {
       val a = recordAddr(row)
-      Platform.getLong(pages((a >>> 32).toInt), Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL) + 8L * k)
+      recWord(pages((a >>> 32).toInt), Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL) + RecHeader, c)
     }
   }
 
@@ -848,14 +924,17 @@ final class ColumnarSorter(
       all.forall(_.kind == 0)
     carry = allowCarry && keysInWord && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
       numVar == 0
-    recCarry = allowCarry && keysInWord && numVar > 0 && recFixed.forall(c => !colHasNull(c))
+    // a record holds every column of its row, so the record carry needs no key in the word; with
+    // more than one pass (addWord reads a row's keys by its index) the addresses come after
+    recCarry = allowCarry && numVar > 0
+    val addrFirst = recCarry && packs.length <= 1
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
     val rows = n.toInt
     if (carry && carryPayload >= 0) {
       while (j < rows) { a(2 * j) = value(carryPayload, j); j += 1 }
-    } else if (recCarry) {
+    } else if (addrFirst) {
       while (j < rows) { a(2 * j) = recordAddr(j); j += 1 }
     } else {
       while (j < rows) { a(2 * j) = j; j += 1 }
@@ -864,7 +943,7 @@ final class ColumnarSorter(
     var p = 0
     while (p < packs.length) { // least significant first (LSD): each pass is stable
       // most significant first: each shifts what is there
-      for (w <- packs(p)) addWord(a, w, carry || recCarry)
+      for (w <- packs(p)) addWord(a, w, carry || addrFirst)
       val at = RadixSort.sortKeyPrefixArray(la, 0L, n, 0, 7, false, false)
       if (at != 0) System.arraycopy(a, at, a, 0, 2 * rows)
       if (p < packs.length - 1) { // clear the key slots for the next pack
@@ -873,44 +952,49 @@ final class ColumnarSorter(
       }
       p += 1
     }
+    if (recCarry && !addrFirst) {
+      j = 0
+      while (j < rows) { a(2 * j) = recordAddr(a(2 * j)); j += 1 }
+    }
   }
 
   /**
    * The rows held, in sorted order (after sort()), as a source of rows. In the carry layout the
    * sort array is all it reads; otherwise it gathers, GatherRows sorted rows at a time and column
    * by column (independent loads in a tight loop: their cache misses overlap), the columns held
-   * in chunks (but keys decoded from the words) and each row's record (its address from the sort
-   * array in the record carry, else by row index): the fixed-width values and lengths in it.
+   * in chunks (but keys decoded from the words), or with string or binary columns each row's
+   * record (its address from the sort array in the record carry, else by row index; its cache
+   * lines touched), from which every column is read.
    */
-  private final class MemoryRun(val run: Int) extends RowSource {
+  private final class MemoryRun(val run: Int) extends Source {
     reader = this
     private var j = -1L
     // once spilled (spillRest): the current row's columns, then the rows after it from `tail`
     private var tail: FileRun = _
     private var onTail = false
-    private lazy val current = new Array[Long](numCols)
-    private lazy val currentNull = new Array[Boolean](numCols)
-    private lazy val currentBytes = new Array[Array[Byte]](numCols)
+    // the row the reader is on when the rest is spilled: its values, or its record
+    private object current {
+      val values = new Array[Long](numCols)
+      val nulls = new Array[Boolean](numCols)
+      var record: Array[Byte] = _
+    }
 
     /**
      * Writes the held rows after the current one as a run, to be read from there, and frees the
-     * held rows (the current row's values, string and binary bytes too, are copied aside); the
-     * memory freed (0: nothing to spill, or a carry layout, which does not spill: the sort
-     * array holds no row index to write the run by).
+     * held rows (the current row's values, or its record, are copied aside); the memory freed
+     * (0: nothing to spill, or a carry layout, which does not spill: the sort array holds no row
+     * index to write the run by).
      */
     def spillRest(): Long = {
       if (carry || recCarry || tail != null || j + 1 >= n) return 0L
       if (j >= 0) {
-        var c = 0
-        while (c < numCols) {
-          currentNull(c) = isNull(c)
-          if (!isVarWidth(types(c))) current(c) = value(c)
-          else if (!currentNull(c)) {
-            val b = new Array[Byte](bytesLength(c))
-            Platform.copyMemory(bytesBase(c), bytesOffset(c), b, Platform.BYTE_ARRAY_OFFSET, b.length)
-            currentBytes(c) = b
-          }
-          c += 1
+        if (records) {
+          current.record = new Array[Byte](recBytes(i))
+          Platform.copyMemory(recPages(i), recAt(i), current.record, Platform.BYTE_ARRAY_OFFSET,
+            recBytes(i))
+        } else {
+          var c = 0
+          while (c < numCols) { current.values(c) = value(c); current.nulls(c) = isNull(c); c += 1 }
         }
       }
       val freed = held
@@ -919,30 +1003,33 @@ final class ColumnarSorter(
       tail = new FileRun(runs.last, run)
       freed
     }
+    // with string or binary columns every column is read from the row's record
+    private val records = numVar > 0
     private val decoded = new Array[Long](numCols)
     private val pack = carryPack.reverse.toArray // least significant first
     private val constKeys = keyCols.indices.filterNot(k => carryPack.exists(_.key == k)).toArray
     private val inWord = new Array[Boolean](numCols)
-    if (keysInWord) {
+    private val decodeKeys = keysInWord && !records
+    if (decodeKeys) {
       constKeys.foreach(k => decoded(keyCols(k)) = keyMin(k) ^ Long.MinValue)
       keyCols.foreach(c => inWord(c) = true)
     }
     private val GatherRows = 1024
     private val gatherCols =
-      if (carry) Array.empty[Int] else (0 until numCols).filter(c => !inWord(c) && inChunks(c)).toArray
+      if (carry || records) Array.empty[Int]
+      else (0 until numCols).filter(c => !inWord(c) && inChunks(c)).toArray
     private val gathered = new Array[Array[Long]](numCols)
     gatherCols.foreach(c => gathered(c) = new Array[Long](GatherRows))
-    // null flags from the chunks (a string or binary value's null is its length, -1)
     private val nullCols =
-      if (carry || recCarry) Array.empty[Int]
-      else (0 until numCols).filter(c => colHasNull(c) && !isVarWidth(types(c))).toArray
+      if (carry || records) Array.empty[Int]
+      else (0 until numCols).filter(c => colHasNull(c)).toArray
     private val gatheredNull = new Array[Array[Boolean]](numCols)
     nullCols.foreach(c => gatheredNull(c) = new Array[Boolean](GatherRows))
     private val rowIdx = new Array[Long](if (carry) 0 else GatherRows)
-    private val recVals = Array.fill(recFixed.length)(new Array[Long](GatherRows))
-    private val recPages = new Array[Array[Byte]](if (numVar > 0 && !carry) GatherRows else 0)
-    private val recOffs = Array.fill(numVar)(new Array[Long](GatherRows))
-    private val recLens = Array.fill(numVar)(new Array[Int](GatherRows))
+    // each gathered row's record: its page, the row's offset in it (Platform's) and size
+    private val recPages = new Array[Array[Byte]](if (records) GatherRows else 0)
+    private val recAt = new Array[Long](if (records) GatherRows else 0)
+    private val recBytes = new Array[Int](if (records) GatherRows else 0)
     private var i = 0
     private var inBlock = 0
     private var touched = 0 // the bytes gather reads only to bring a record's lines into cache
@@ -951,37 +1038,30 @@ final class ColumnarSorter(
       val m = math.min(GatherRows.toLong, n - j).toInt
       sortedIndices(j, m, rowIdx) // row indices, or record addresses in the record carry
       var k = 0
-      while (k < gatherCols.length) { // none in the record carry
+      while (k < gatherCols.length) { // none with records
         val c = gatherCols(k)
         ColumnarSorter.this.gather(c, rowIdx, m, gathered(c))
         k += 1
       }
       k = 0
       while (k < nullCols.length) { gatherNulls(nullCols(k), rowIdx, m, gatheredNull(nullCols(k))); k += 1 }
-      if (numVar > 0) {
+      if (records) {
         var touch = 0
         var t = 0
         while (t < m) {
           val a = if (recCarry) rowIdx(t) else recordAddr(rowIdx(t))
           val page = pages((a >>> 32).toInt)
-          recPages(t) = page
           val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-          k = 0
-          while (k < recFixed.length) { recVals(k)(t) = Platform.getLong(page, at + 8L * k); k += 1 }
-          var data = at + header
-          var vi = 0
-          while (vi < numVar) {
-            val len = Platform.getInt(page, at + lensAt + 4L * vi)
-            recOffs(vi)(t) = data
-            recLens(vi)(t) = len
-            if (len > 0) data += len
-            vi += 1
-          }
+          val size = Platform.getLong(page, at).toInt
+          recPages(t) = page
+          recAt(t) = at + RecHeader
+          recBytes(t) = size
           // the record's other cache lines: loaded here, where the misses of the block's rows
-          // overlap, rather than one at a time by the writer's copies
+          // overlap, rather than one at a time by the row's reader
+          val end = at + RecHeader + size
           var q = at + 64
-          while (q < data) { touch += Platform.getByte(page, q); q += 64 }
-          touch += Platform.getByte(page, data - 1)
+          while (q < end) { touch += Platform.getByte(page, q); q += 64 }
+          touch += Platform.getByte(page, end - 1)
           t += 1
         }
         touched = touch
@@ -1001,7 +1081,7 @@ final class ColumnarSorter(
         i += 1
         if (i >= inBlock) gather()
       }
-      if (keysInWord) {
+      if (decodeKeys) {
         var word = sortArray(at + 1)
         var p = 0
         while (p < pack.length) {
@@ -1016,38 +1096,56 @@ final class ColumnarSorter(
       true
     }
     def value(c: Int): Long =
-      if (tail != null) { if (onTail) tail.value(c) else current(c) }
-      else if (carry || inWord(c)) decoded(c)
-      else {
-        val k = recFixedIndex(c)
-        if (k >= 0) recVals(k)(i) else gathered(c)(i)
+      if (tail != null) {
+        if (onTail) tail.value(c)
+        else if (records) recWord(current.record, Platform.BYTE_ARRAY_OFFSET, c)
+        else current.values(c)
       }
+      else if (carry || inWord(c)) decoded(c) // neither with records
+      else if (records) recWord(recPages(i), recAt(i), c)
+      else gathered(c)(i)
     def isNull(c: Int): Boolean =
-      if (tail != null) { if (onTail) tail.isNull(c) else currentNull(c) }
-      else !carry && {
-        val vi = varIndex(c)
-        if (vi >= 0) recLens(vi)(i) < 0
-        else gatheredNull(c) != null && gatheredNull(c)(i)
+      if (tail != null) {
+        if (onTail) tail.isNull(c)
+        else if (records) recIsNull(current.record, Platform.BYTE_ARRAY_OFFSET, c)
+        else current.nulls(c)
       }
-    def bytesBase(c: Int): AnyRef =
-      if (tail == null) recPages(i) else if (onTail) tail.bytesBase(c) else currentBytes(c)
-    def bytesOffset(c: Int): Long =
-      if (tail == null) recOffs(varIndex(c))(i)
-      else if (onTail) tail.bytesOffset(c) else Platform.BYTE_ARRAY_OFFSET
-    def bytesLength(c: Int): Int =
-      if (tail == null) recLens(varIndex(c))(i)
-      else if (onTail) tail.bytesLength(c) else currentBytes(c).length
+      else if (carry) false
+      else if (records) recIsNull(recPages(i), recAt(i), c)
+      else gatheredNull(c) != null && gatheredNull(c)(i)
+    def bytesBase(c: Int): AnyRef = recordBase
+    def bytesOffset(c: Int): Long = recordOffset + (recSlot(recordBase, recordOffset, c) >>> 32)
+    def bytesLength(c: Int): Int = recSlot(recordBase, recordOffset, c).toInt
+    def recordBase: AnyRef =
+      if (tail == null) recPages(i) else if (onTail) tail.recordBase else current.record
+    def recordOffset: Long =
+      if (tail == null) recAt(i) else if (onTail) tail.recordOffset else Platform.BYTE_ARRAY_OFFSET
+    def recordSize: Int =
+      if (tail == null) recBytes(i) else if (onTail) tail.recordSize else current.record.length
+  }
+
+  /**
+   * A source of this sorter's rows; with string or binary columns, the current row's record too:
+   * its row's bytes (an UnsafeRow's) at `recordOffset` of `recordBase`, `recordSize` of them,
+   * valid until the source advances.
+   */
+  private abstract class Source extends RowSource {
+    def recordBase: AnyRef
+    def recordOffset: Long
+    def recordSize: Int
   }
 
   /**
    * The sorted rows (after sort()) as one source: the rows held, merged with the runs spilled
    * before when there are any. Frees everything once it has no more rows.
    */
-  def sortedSource(): RowSource = {
-    val sources: Seq[RowSource] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
+  def sortedSource(): RowSource = source()
+
+  private def source(): Source = {
+    val sources: Seq[Source] = runs.indices.map(i => new FileRun(runs(i), i)) :+ new MemoryRun(runs.length)
     if (sources.length == 1) {
       val only = sources.head
-      new RowSource {
+      new Source {
         def run: Int = 0
         def advance(): Boolean = only.advance() || { free(); false }
         def value(c: Int): Long = only.value(c)
@@ -1055,18 +1153,21 @@ final class ColumnarSorter(
         def bytesBase(c: Int): AnyRef = only.bytesBase(c)
         def bytesOffset(c: Int): Long = only.bytesOffset(c)
         def bytesLength(c: Int): Int = only.bytesLength(c)
+        def recordBase: AnyRef = only.recordBase
+        def recordOffset: Long = only.recordOffset
+        def recordSize: Int = only.recordSize
       }
     } else {
       // k-way merge by the keys; equal keys: the earlier run first (runs follow input order)
-      val heap = new java.util.PriorityQueue[RowSource](sources.length, new java.util.Comparator[RowSource] {
-        override def compare(x: RowSource, y: RowSource): Int = {
+      val heap = new java.util.PriorityQueue[Source](sources.length, new java.util.Comparator[Source] {
+        override def compare(x: Source, y: Source): Int = {
           val c = compareKeys(x, y)
           if (c != 0) c else Integer.compare(x.run, y.run)
         }
       })
       sources.foreach(s => if (s.advance()) heap.add(s))
-      new RowSource {
-        private var top: RowSource = _
+      new Source {
+        private var top: Source = _
         def run: Int = 0
         def advance(): Boolean = {
           if (top != null && top.advance()) heap.add(top)
@@ -1078,21 +1179,48 @@ final class ColumnarSorter(
         def bytesBase(c: Int): AnyRef = top.bytesBase(c)
         def bytesOffset(c: Int): Long = top.bytesOffset(c)
         def bytesLength(c: Int): Int = top.bytesLength(c)
+        def recordBase: AnyRef = top.recordBase
+        def recordOffset: Long = top.recordOffset
+        def recordSize: Int = top.recordSize
       }
     }
   }
 
-  /** The sorted rows (after sort()), written into one reused UnsafeRow; frees everything at the end. */
+  /**
+   * The sorted rows (after sort()); frees everything at the end. With string or binary columns
+   * each row is one reused UnsafeRow pointed at the row's record (in the pages, or a run's block
+   * buffer), not copied: valid until the next hasNext or next (a consumer copies what it keeps).
+   * Otherwise each row is written into one reused UnsafeRow.
+   */
   def sortedRows(): Iterator[UnsafeRow] = {
-    val src = sortedSource()
-    val writer = new UnsafeRowWriter(numCols)
-    new Iterator[UnsafeRow] {
-      private var ready = src.advance()
-      override def hasNext: Boolean = ready
-      override def next(): UnsafeRow = {
-        val row = writeRow(writer, src)
-        ready = src.advance()
-        row
+    val src = source()
+    if (numVar > 0) {
+      val row = new UnsafeRow(numCols)
+      new Iterator[UnsafeRow] {
+        // the source advances when the next row is asked for, not before: the row given last
+        // points into its record
+        private var state = 0 // 0: not advanced, 1: a row, 2: no more
+        override def hasNext: Boolean = {
+          if (state == 0) state = if (src.advance()) 1 else 2
+          state == 1
+        }
+        override def next(): UnsafeRow = {
+          if (!hasNext) throw new NoSuchElementException
+          state = 0
+          row.pointTo(src.recordBase, src.recordOffset, src.recordSize)
+          row
+        }
+      }
+    } else {
+      val writer = new UnsafeRowWriter(numCols)
+      new Iterator[UnsafeRow] {
+        private var ready = src.advance()
+        override def hasNext: Boolean = ready
+        override def next(): UnsafeRow = {
+          val row = writeRow(writer, src)
+          ready = src.advance()
+          row
+        }
       }
     }
   }
@@ -1148,11 +1276,11 @@ final class ColumnarSorter(
     writer.getRow
   }
 
-  // ---- runs on disk: blocks of up to BlockRows rows, column by column ----
-  // A block: its row count; per column a null flag byte (and the rows' null bytes when set),
-  // then the values of a fixed-width column held in chunks (8 bytes each); when there are string or binary columns,
-  // the byte count of the rows' records, then the records (as held in the pages). A block holds
-  // at most BlockBytes of records unless it is one row.
+  // ---- runs on disk: blocks of up to BlockRows rows ----
+  // A block: its row count; without string or binary columns, per column a null flag byte (and
+  // the rows' null bytes when set) then the values (8 bytes each); with them, the byte count of
+  // the rows' records, then the records (as held in the pages: every column of the row). A block
+  // holds at most BlockBytes of records unless it is one row.
 
   private val BlockRows = 4096
   private val BlockBytes = 1 << 20
@@ -1181,53 +1309,48 @@ final class ColumnarSorter(
       env.serializerManager.wrapStream(block, new FileOutputStream(file)), 1 << 16))
     val bytes = new Array[Byte](BlockRows * 8)
     val vals = new Array[Long](BlockRows)
-    val offs = new Array[Long](numVar)
-    val lens = new Array[Int](numVar)
     try {
       var j = 0L
       while (j < count) {
         var rows = math.min(BlockRows.toLong, count - j).toInt
-        var recordBytes = 0L
         if (numVar > 0) { // cut the block at BlockBytes of records
+          var recordBytes = 0L
           var i = 0
           var stop = false
           while (i < rows && !stop) {
             val a = recordAddr(rowAt(j + i))
             val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-            val size = decodeRecord(pages((a >>> 32).toInt), at, offs, lens) - at
+            val size = recordEnd(pages((a >>> 32).toInt), at) - at
             if (i > 0 && recordBytes + size > BlockBytes) stop = true
             else { recordBytes += size; i += 1 }
           }
           rows = i
-        }
-        out.writeInt(rows)
-        var c = 0
-        while (c < numCols) {
-          var i = 0
-          if (colHasNull(c)) {
-            out.writeBoolean(true)
-            while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
-            out.write(bytes, 0, rows)
-          } else out.writeBoolean(false)
-          if (inChunks(c)) { // the record carries the other values
+          out.writeInt(rows)
+          out.writeInt(recordBytes.toInt)
+          i = 0
+          while (i < rows) {
+            val a = recordAddr(rowAt(j + i))
+            val page = pages((a >>> 32).toInt)
+            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
+            out.write(page, (a & 0xffffffffL).toInt, (recordEnd(page, at) - at).toInt)
+            i += 1
+          }
+        } else {
+          out.writeInt(rows)
+          var c = 0
+          while (c < numCols) {
+            var i = 0
+            if (colHasNull(c)) {
+              out.writeBoolean(true)
+              while (i < rows) { bytes(i) = if (isNull(c, rowAt(j + i))) 1 else 0; i += 1 }
+              out.write(bytes, 0, rows)
+            } else out.writeBoolean(false)
             i = 0
             while (i < rows) { vals(i) = value(c, rowAt(j + i)); i += 1 }
             Platform.copyMemory(vals, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET,
               rows * 8L)
             out.write(bytes, 0, rows * 8)
-          }
-          c += 1
-        }
-        if (numVar > 0) {
-          out.writeInt(recordBytes.toInt)
-          var i = 0
-          while (i < rows) {
-            val a = recordAddr(rowAt(j + i))
-            val page = pages((a >>> 32).toInt)
-            val at = Platform.BYTE_ARRAY_OFFSET + (a & 0xffffffffL)
-            val size = (decodeRecord(page, at, offs, lens) - at).toInt
-            out.write(page, (a & 0xffffffffL).toInt, size)
-            i += 1
+            c += 1
           }
         }
         j += rows
@@ -1242,77 +1365,85 @@ final class ColumnarSorter(
     spilledBytes += file.length()
   }
 
-  /** One run file read back a block at a time (buffers outside the accounted memory: small). */
-  private final class FileRun(file: RunFile, val run: Int) extends RowSource {
+  /**
+   * One run file read back a block at a time (buffers outside the accounted memory: small); with
+   * string or binary columns, every column from the current row's record in the block.
+   */
+  private final class FileRun(file: RunFile, val run: Int) extends Source {
     private val in = new DataInputStream(new BufferedInputStream(
       SparkEnv.get.serializerManager.wrapStream(file.block, new FileInputStream(file.file)), 1 << 16))
-    private val bytes = new Array[Byte](BlockRows * 8)
-    private val vals = Array.fill(numCols)(new Array[Long](BlockRows))
-    private val nuls = Array.fill(numCols)(new Array[Boolean](BlockRows))
+    private val bytes = new Array[Byte](if (numVar > 0) 0 else BlockRows * 8)
+    private val vals = Array.fill(if (numVar > 0) 0 else numCols)(new Array[Long](BlockRows))
+    private val nuls = Array.fill(if (numVar > 0) 0 else numCols)(new Array[Boolean](BlockRows))
     private val hasNul = new Array[Boolean](numCols)
     private var rows = 0
     private var pos = 0
     private var open = true
-    // the block's records, the current row's at recordAt, its values' offsets and lengths
+    // the block's records, the current row's record at `current` (Platform's offset)
     private var records = new Array[Byte](if (numVar > 0) 1 << 16 else 0)
-    private var recordAt = 0L
-    private var current = 0L // the current row's record
-    private val offs = new Array[Long](numVar)
-    private val lens = new Array[Int](numVar)
+    private var current = 0L
     reading += this
 
     def advance(): Boolean = {
       pos += 1
       if (pos < rows) {
-        if (numVar > 0) { current = recordAt; recordAt = decodeRecord(records, recordAt, offs, lens) }
+        if (numVar > 0) current = recordEnd(records, current)
         return true
       }
       if (!open) return false
       rows = in.readInt()
       pos = 0
       if (rows == 0) { in.close(); open = false; return false }
-      var c = 0
-      while (c < numCols) {
-        hasNul(c) = in.readBoolean()
-        if (hasNul(c)) {
-          in.readFully(bytes, 0, rows)
-          var i = 0
-          while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
-        }
-        if (inChunks(c)) {
-          in.readFully(bytes, 0, rows * 8)
-          Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
-            rows * 8L)
-        }
-        c += 1
-      }
       if (numVar > 0) {
         val size = in.readInt()
+        // the last block's rows are no longer valid (the reader moved on from them)
         if (records.length < size) records = new Array[Byte](math.max(size, 2 * records.length))
         in.readFully(records, 0, size)
         current = Platform.BYTE_ARRAY_OFFSET
-        recordAt = decodeRecord(records, current, offs, lens)
+      } else {
+        var c = 0
+        while (c < numCols) {
+          hasNul(c) = in.readBoolean()
+          if (hasNul(c)) {
+            in.readFully(bytes, 0, rows)
+            var i = 0
+            while (i < rows) { nuls(c)(i) = bytes(i) != 0; i += 1 }
+          }
+          in.readFully(bytes, 0, rows * 8)
+          Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, vals(c), Platform.LONG_ARRAY_OFFSET,
+            rows * 8L)
+          c += 1
+        }
       }
       true
     }
-    def value(c: Int): Long = {
-      val k = recFixedIndex(c)
-      if (k < 0) vals(c)(pos) else Platform.getLong(records, current + 8L * k)
-    }
-    def isNull(c: Int): Boolean = hasNul(c) && nuls(c)(pos)
+    def value(c: Int): Long =
+      if (numVar > 0) recWord(records, current + RecHeader, c) else vals(c)(pos)
+    def isNull(c: Int): Boolean =
+      if (numVar > 0) recIsNull(records, current + RecHeader, c) else hasNul(c) && nuls(c)(pos)
     def bytesBase(c: Int): AnyRef = records
-    def bytesOffset(c: Int): Long = offs(varIndex(c))
-    def bytesLength(c: Int): Int = lens(varIndex(c))
+    def bytesOffset(c: Int): Long =
+      current + RecHeader + (recSlot(records, current + RecHeader, c) >>> 32)
+    def bytesLength(c: Int): Int = recSlot(records, current + RecHeader, c).toInt
+    def recordBase: AnyRef = records
+    def recordOffset: Long = current + RecHeader
+    def recordSize: Int = Platform.getLong(records, current).toInt
     def close(): Unit = if (open) { in.close(); open = false }
   }
 
   /** Feeds every row written to disk (runs, then the dump), run by run, to `insert`. */
   def replay(insert: UnsafeRow => Unit): Unit = {
     val writer = new UnsafeRowWriter(numCols)
+    val row = new UnsafeRow(numCols)
     runs.indices.foreach { i =>
       val src = new FileRun(runs(i), i)
       try {
-        while (src.advance()) insert(writeRow(writer, src))
+        while (src.advance()) {
+          if (numVar > 0) {
+            row.pointTo(src.recordBase, src.recordOffset, src.recordSize)
+            insert(row)
+          } else insert(writeRow(writer, src))
+        }
       } finally src.close()
       runs(i).file.delete()
     }

@@ -17,7 +17,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * `FullWindowColumnarSort`, in place of the SortExec that EnsureRequirements puts under a keyed
  * FullWindowAggregate or a side of a FullWindowCoGroup): each partition's batches (a columnar
  * child) or rows (a row child, such as the exchange) are copied into columns and sorted by
- * (key word, row index) with Spark's RadixSort, then written out as UnsafeRows (ColumnarSorter).
+ * (key word, row index) with Spark's RadixSort, then written out as UnsafeRows (ColumnarSorter;
+ * with string or binary columns each row is held as an UnsafeRow's bytes, pointed at on output).
  * Only for keys that are columns of fixed-width primitive types, and other columns of such
  * types, strings or binary (ColumnarSort.keyColumns). With `spillOnRequest` (a coGroup side,
  * whose sorted rows are held while the other side sorts) no carry layout is used, so that the
