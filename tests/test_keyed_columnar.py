@@ -421,6 +421,11 @@ def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
         (F.xxhash64(F.col("id") + 7) % 5000).alias("k"), F.col("id").alias("v"),
         F.when(F.col("id") % 17 == 0, None).otherwise(F.col("id") * 5).alias("w"))
 
+    _cogroup_in_one_partition(spark, left, right, left_rows, 600_000)
+
+
+def _cogroup_in_one_partition(spark, left, right, left_rows, right_rows):
+    """Both sides' sorts on columns in one task, as the row sorts give, the first spilling."""
     def make():
         return left.keyBy("k").coGroup(right.keyBy("k")).window(EndOfStreamWindows.get()).apply(
             per_key_sides, "k long, nl long, nr long, digest string")
@@ -433,7 +438,7 @@ def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
     assert cplan.count("FullWindowColumnarSort ") == 2 and "Sort [" not in cplan, cplan
     assert rplan.count("Sort [k#") == 2, rplan
     assert _same(cols, rows) and len(cols) == 9999
-    assert sum(r[1] for r in cols) == left_rows and sum(r[2] for r in cols) == 600_000
+    assert sum(r[1] for r in cols) == left_rows and sum(r[2] for r in cols) == right_rows
     m = fullwindow.operator_metrics(cdf)
     assert m["FullWindowColumnarSort.columnarRuns"] >= 1, m
     assert m["FullWindowColumnarSort.rowSortFallbacks"] == 0, m
@@ -452,19 +457,4 @@ def test_cogroup_sides_with_strings_sort_by_columns(spark):
     right = spark.range(0, 300_000, 1, 2).select(
         (F.xxhash64(F.col("id") + 7) % 5000).alias("k"), F.col("id").alias("v"),
         F.unhex(F.hex(F.col("id") * 3)).alias("b"))
-
-    def make():
-        return left.keyBy("k").coGroup(right.keyBy("k")).window(EndOfStreamWindows.get()).apply(
-            per_key_sides, "k long, nl long, nr long, digest string")
-
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    try:
-        (cplan, cols, cdf), (rplan, rows, _) = _both(spark, make)
-    finally:
-        spark.conf.unset("spark.sql.shuffle.partitions")
-    assert cplan.count("FullWindowColumnarSort ") == 2 and "Sort [" not in cplan, cplan
-    assert _same(cols, rows) and len(cols) == 9999
-    assert sum(r[1] for r in cols) == 140_000 and sum(r[2] for r in cols) == 300_000
-    m = fullwindow.operator_metrics(cdf)
-    assert m["FullWindowColumnarSort.columnarRuns"] >= 1, m
-    assert m["FullWindowColumnarSort.rowSortFallbacks"] == 0, m
+    _cogroup_in_one_partition(spark, left, right, 140_000, 300_000)
