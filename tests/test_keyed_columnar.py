@@ -328,6 +328,29 @@ def test_byte_limit_ends_batches(spark, one):
     assert abs(max(r[0] for r in cols) - max(r[0] for r in rows)) <= 2, (cols[:3], rows[:3])
 
 
+def batch_rows(key, batches):
+    for b in batches:
+        yield pa.RecordBatch.from_pydict({"rows": [b.num_rows]},
+                                         schema=pa.schema([("rows", pa.int64())]))
+
+
+def test_byte_limit_ends_batches_of_fixed_width_rows(spark, one):
+    # 9 fixed-width columns (31 bytes of values a row) and a 1,000-byte limit: Spark's writer
+    # ends a batch after about 30 rows, and the batches gathered column by column end alike
+    if spark.version < "4.0":
+        pytest.skip("spark.sql.execution.arrow.maxBytesPerBatch is Spark 4.0's")
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", "1000")
+    try:
+        (cplan, cols, cdf), (_, rows, _) = _both(spark, lambda: one.keyBy("k").fullWindowPartition()
+                                                  .mapPartitionInArrow(batch_rows, "rows long"))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxBytesPerBatch")
+    assert "columnar=true" in cplan, cplan
+    assert sum(r[0] for r in cols) == sum(r[0] for r in rows) == ROWS
+    assert 20 <= max(r[0] for r in cols) <= 40, cols[:5]
+    assert abs(max(r[0] for r in cols) - max(r[0] for r in rows)) <= 4, (cols[:3], rows[:3])
+
+
 def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
     # 600,000 rows of 9 columns in one partition (one task: the whole pool is its own): each
     # chunk of 65,536 rows reserves 6.8 MB, so the pool holds two, and sorted runs go to
