@@ -199,7 +199,7 @@ object PythonArrowEval {
   }
 
   /** Arrow bytes per value of a fixed-width type (data buffer only), None if not fixed. */
-  private def fixedWidth(dt: DataType): Option[Long] = dt match {
+  private[execution] def fixedWidth(dt: DataType): Option[Long] = dt match {
     case BooleanType | ByteType | NullType => Some(1L)
     case ShortType => Some(2L)
     case IntegerType | FloatType | DateType | _: YearMonthIntervalType => Some(4L)

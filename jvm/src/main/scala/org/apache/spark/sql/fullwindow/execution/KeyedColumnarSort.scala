@@ -42,7 +42,11 @@ final case class KeyedColumnarSort(
   /** The partition's `rows` sorted, as Arrow batches of at most `batchRows` rows. */
   def chunks(context: TaskContext, rows: Iterator[InternalRow], batchRows: Int,
       dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => sorted(rows), types,
-    batchRows, maxBatchBytes, dataSent)
+    fixedRowBytes, batchRows, maxBatchBytes, dataSent)
+
+  // Arrow bytes a row takes in its fixed-width columns' data buffers
+  private val fixedRowBytes: Long =
+    output.map(a => PythonArrowEval.fixedWidth(a.dataType).getOrElse(0L)).sum
 
   /** The sorter itself when its rows can be gathered column by column, else a row source. */
   private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] =
@@ -56,7 +60,9 @@ final case class KeyedColumnarSort(
  * last one shorter), the rows as one struct column (mapInArrow's layout), each batch filled
  * column by column into the root's vectors from the sorted rows (`sorted`, read on the first
  * batch) and written by [[writeNext]]. A batch also ends, as Spark's Arrow input ends one, once
- * its Arrow data reach `maxBytes` (at least one row a batch; Int.MaxValue or more: no limit).
+ * its Arrow data reach `maxBytes` (at least one row a batch; Int.MaxValue or more: no limit):
+ * a row counts `fixedRowBytes` (its fixed-width values), each string or binary value's bytes and
+ * its offset.
  * As an iterator it only tells whether a batch is left: nothing reads rows from it. Stops once
  * the task is completed or killed (3.5's runner writes from a thread of its own, which must not
  * read a sorter the task has freed). For the types of ColumnarSort; the vectors are those
@@ -66,6 +72,7 @@ final class ArrowChunks(
     context: TaskContext,
     sorted: () => Either[ColumnarSorter, RowSource],
     types: Array[Int],
+    fixedRowBytes: Long,
     batchRows: Int,
     maxBytes: Long,
     dataSent: SQLMetric) extends Iterator[Iterator[InternalRow]] {
@@ -108,17 +115,6 @@ final class ArrowChunks(
     true
   }
 
-  // Arrow bytes a row takes in the fixed-width columns' data buffers, and each string or binary
-  // value's offset (the values' own bytes are counted as they come)
-  private val fixedRowBytes: Long = types.map { t =>
-    (t: @annotation.switch) match {
-      case Bool | Byte8 => 1L
-      case Short16 => 2L
-      case Int32 | Float32 => 4L
-      case Str | Bin => 0L
-      case _ => 8L
-    }
-  }.sum
   private val varCols: Array[Int] = types.indices.filter(c => isVarWidth(types(c))).toArray
   private val offsetBytes = new Array[Int](types.length) // 4 or 8 for a string or binary column
   private val limited = maxBytes < Int.MaxValue
