@@ -29,7 +29,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * FullWindowSortPartitionExec (spilling as it does): the rows on disk first, then the rest.
  *
  * Prints as `FullWindowSortPartition ... columnar=true` (or its `name`); its metrics are the row sorter's plus
- * the partitions sorted by columns, the runs they spilled and the partitions that fell back.
+ * the partitions sorted by columns, the runs they spilled and the partitions that fell back, and
+ * the batches filled into Arrow when the Python node above reads the sorter (executeSorted).
  */
 case class FullWindowColumnarSortExec(
     sortOrder: Seq[SortOrder],
@@ -45,7 +46,7 @@ case class FullWindowColumnarSortExec(
     FullWindowExplain.line(nodeName, maxFields, "order" -> sortOrder, "columnar" -> true)
 
   override lazy val metrics: Map[String, SQLMetric] = FullWindowMetrics.sort(sparkContext) ++
-    ColumnarSort.metrics(sparkContext) +
+    ColumnarSort.metrics(sparkContext) ++ ArrowChunks.metrics(sparkContext) +
     ("numInputBatches" -> SQLMetrics.createMetric(sparkContext, "number of input batches"))
 
   private val radixSortEnabled = conf.enableRadixSort
@@ -57,13 +58,25 @@ case class FullWindowColumnarSortExec(
     throw new IllegalStateException(s"no columnar sort by $sortOrder over $output"))
   private lazy val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
 
-  override protected def doExecute(): RDD[InternalRow] = {
+  override protected def doExecute(): RDD[InternalRow] =
+    sortEach(sort => SortedPartition.rows(sort()))
+
+  /**
+   * Each partition as one [[SortedPartition]], sorted as doExecute sorts it (same metrics) when
+   * its consumer first asks: for the Python partition node, which fills its Arrow batches from
+   * the sorter (SortedArrowInput) instead of reading the sorted rows.
+   */
+  def executeSorted(): RDD[InternalRow] = executeQuery(sortEach(new SortedPartition(_)))
+
+  /** `out` over each partition's sort (not run yet). */
+  private def sortEach(
+      out: (() => Either[ColumnarSorter, Iterator[InternalRow]]) => Iterator[InternalRow]): RDD[InternalRow] = {
     metrics // created on the driver, before the tasks use them
-    if (child.supportsColumnar) child.executeColumnar().mapPartitionsInternal(sortBatches)
-    else child.execute().mapPartitionsInternal(sortRows)
+    if (child.supportsColumnar) child.executeColumnar().mapPartitionsInternal(b => out(() => sortBatches(b)))
+    else child.execute().mapPartitionsInternal(r => out(() => sortRows(r)))
   }
 
-  private def sortBatches(batches: Iterator[ColumnarBatch]): Iterator[InternalRow] = {
+  private def sortBatches(batches: Iterator[ColumnarBatch]): Either[ColumnarSorter, Iterator[InternalRow]] = {
     val toRow = UnsafeProjection.create(output, output)
     val insert = (b: ColumnarBatch, rowSorter: FullWindowRowSorter) => {
       b.rowIterator().asScala.foreach(r => rowSorter.insertRow(toRow(r)))
@@ -71,13 +84,41 @@ case class FullWindowColumnarSortExec(
     }
     ColumnarSort.sortPartition[ColumnarBatch](batches, sortOrder, output, types, keyCols,
       radixSortEnabled, packedPrefix, _.append(_), _.numRows(), insert, metrics, !spillOnRequest)
-      .fold(_.sortedRows(), identity)
   }
 
-  private def sortRows(rows: Iterator[InternalRow]): Iterator[InternalRow] =
+  private def sortRows(rows: Iterator[InternalRow]): Either[ColumnarSorter, Iterator[InternalRow]] =
     ColumnarSort.sortRows(rows, sortOrder, output, types, keyCols, radixSortEnabled, packedPrefix,
-      metrics, !spillOnRequest).fold(_.sortedRows(), identity)
+      metrics, !spillOnRequest)
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowColumnarSortExec =
     copy(child = newChild)
+}
+
+/**
+ * One partition of the columnar sort, not sorted yet (FullWindowColumnarSortExec.executeSorted):
+ * `sort()` sorts it, giving the sorter or, after a fallback to the row sorter, its rows; a
+ * consumer that reads the sorter itself (SortedArrowInput) calls it once. Read as an iterator,
+ * it is the sorted rows, as doExecute gives them.
+ */
+final class SortedPartition(doSort: () => Either[ColumnarSorter, Iterator[InternalRow]])
+  extends Iterator[InternalRow] {
+
+  private var sorted = false
+
+  def sort(): Either[ColumnarSorter, Iterator[InternalRow]] = {
+    if (sorted) throw new IllegalStateException("the partition was sorted already")
+    sorted = true
+    doSort()
+  }
+
+  private lazy val rows = SortedPartition.rows(sort())
+
+  override def hasNext: Boolean = rows.hasNext
+  override def next(): InternalRow = rows.next()
+}
+
+object SortedPartition {
+  /** A sorted partition's rows: the sorter's, or the row sorter's after a fallback. */
+  def rows(sorted: Either[ColumnarSorter, Iterator[InternalRow]]): Iterator[InternalRow] =
+    sorted.fold(_.sortedRows(), identity)
 }

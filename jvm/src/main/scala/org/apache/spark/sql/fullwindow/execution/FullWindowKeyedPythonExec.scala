@@ -38,10 +38,12 @@ case class FullWindowKeyedPythonExec(
     UnknownPartitioning(child.outputPartitioning.numPartitions)
 
   override lazy val metrics: Map[String, SQLMetric] = pythonMetrics ++
-    (if (columnar) FullWindowMetrics.sort(sparkContext) ++ ColumnarSort.metrics(sparkContext)
-     else FullWindowMetrics.rows(sparkContext))
+    (if (columnar) {
+      FullWindowMetrics.sort(sparkContext) ++ ColumnarSort.metrics(sparkContext) ++
+        ArrowChunks.metrics(sparkContext)
+    } else FullWindowMetrics.rows(sparkContext))
 
-  override protected def columnarSort: Option[KeyedColumnarSort] =
+  override protected def columnarSort: Option[ColumnarArrowInput] =
     if (!columnar) None
     else Some(KeyedColumnarSort(order, child.output, conf.enableRadixSort,
       PackedSortPrefix.applies(order, conf), SparkShims.arrowMaxBytesPerBatch(conf),

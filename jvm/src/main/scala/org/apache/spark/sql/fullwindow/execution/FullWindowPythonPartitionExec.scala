@@ -18,18 +18,37 @@ import org.apache.spark.sql.fullwindow.FullWindowExplain
  * one mapInArrow uses): records go to the Python worker as Arrow batches while the partition is
  * still being read, and the worker's socket is the bounded queue between the two. No exchange;
  * the partitioning is kept.
+ *
+ * With `columnarInput` (FullWindowColumnarRule sets it over sortPartition's columnar sort) the
+ * Arrow batches are filled from the sort's columns (SortedArrowInput): the sorted rows are never
+ * written as rows, nor put into the batches one by one; the batches are the same.
  */
 case class FullWindowPythonPartitionExec(
     operationName: String,
     func: Expression,
     pandas: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends FullWindowUnaryPythonExec {
+    child: SparkPlan,
+    columnarInput: Boolean = false) extends FullWindowUnaryPythonExec {
 
   override def nodeName: String = "FullWindow" + operationName.capitalize
   override def simpleString(maxFields: Int): String =
-    FullWindowExplain.line(nodeName, maxFields, "function" -> func, "output" -> output)
+    FullWindowExplain.line(nodeName, maxFields, Seq[(String, Any)]("function" -> func,
+      "output" -> output) ++ (if (columnarInput) Seq("columnar" -> true) else Nil): _*)
   override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  // the columnar sort below, when the batches are filled from it
+  private def sortedBy: Option[FullWindowColumnarSortExec] = child match {
+    case s: FullWindowColumnarSortExec if columnarInput => Some(s)
+    case _ => None
+  }
+
+  override protected def columnarSort: Option[ColumnarArrowInput] = sortedBy.map(sort =>
+    SortedArrowInput(child.output, SparkShims.arrowMaxBytesPerBatch(conf), longMetric("numInputRows"),
+      sort.longMetric(ArrowChunks.BatchesMetric)))
+
+  override protected def input: RDD[InternalRow] =
+    sortedBy.fold(super.input)(_.executeSorted())
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowPythonPartitionExec =
     copy(child = newChild)
@@ -53,16 +72,25 @@ trait FullWindowUnaryPythonExec extends UnaryExecNode with PythonSQLMetrics {
   // the artifacts (Python files, archives) of the job that planned this node, read on the driver
   private val jobArtifactUUID = JobArtifactSet.getCurrentJobArtifactState.map(_.uuid)
 
-  /** The sort of each partition by columns, feeding the Arrow batches (keyed forms only). */
-  protected def columnarSort: Option[KeyedColumnarSort] = None
+  /**
+   * The Arrow batches filled from a columnar sort's columns (the keyed forms' own sort, or
+   * sortPartition's below), not from rows; it then counts the input rows if it says so.
+   */
+  protected def columnarSort: Option[ColumnarArrowInput] = None
+
+  /** Each partition's input, for the runner or columnarSort. */
+  protected def input: RDD[InternalRow] = ChildRows(child)
 
   override protected def doExecute(): RDD[InternalRow] = {
+    val arrowInput = columnarSort
     val python = PythonArrowEval(func, output, child.schema, conf, pythonMetrics, jobArtifactUUID,
-      pandas, columnarSort)
+      pandas, arrowInput)
     val rowsIn = longMetric("numInputRows")
     val rowsOut = longMetric("numOutputRows")
-    ChildRows(child).mapPartitionsWithIndexInternal { (index, rows) =>
-      python.evalCounting(index, rows, rowsIn, rowsOut)
+    // input rows that columnarSort counts as it sends them are not counted here
+    val rowsInHere = if (arrowInput.exists(_.countsRows)) None else Some(rowsIn)
+    input.mapPartitionsWithIndexInternal { (index, rows) =>
+      python.evalCounting(index, rows, rowsInHere, rowsOut)
     }
   }
 }
@@ -104,13 +132,14 @@ final class PythonArrowEval private (
     }
   }
 
-  /** [[eval]], counting the rows that go in and come out in an exec's metrics. */
+  /** [[eval]], counting in an exec's metrics the rows that go in (`rowsIn`, if given) and come out. */
   def evalCounting(
       partitionIndex: Int,
       rows: Iterator[InternalRow],
-      rowsIn: SQLMetric,
+      rowsIn: Option[SQLMetric],
       rowsOut: SQLMetric): Iterator[InternalRow] =
-    eval(partitionIndex, rows.map { r => rowsIn += 1; r }).map { r => rowsOut += 1; r }
+    eval(partitionIndex, rowsIn.fold(rows)(n => rows.map { r => n += 1; r }))
+      .map { r => rowsOut += 1; r }
 }
 
 object PythonArrowEval {
@@ -122,7 +151,7 @@ object PythonArrowEval {
       pythonMetrics: Map[String, SQLMetric],
       jobArtifactUUID: Option[String],
       pandasFrames: Boolean = false,
-      columnarSort: Option[KeyedColumnarSort] = None): PythonArrowEval = {
+      columnarSort: Option[ColumnarArrowInput] = None): PythonArrowEval = {
     val udf = func.asInstanceOf[PythonUDF]
     val batches = BatchShape(conf, pandasFrames, inputSchema)
     // a columnar sort cuts the batches itself: at most `rows` rows, ended early by the byte limit

@@ -10,22 +10,59 @@ import org.apache.arrow.vector.complex.StructVector
 import org.apache.arrow.vector.ipc.WriteChannel
 import org.apache.arrow.vector.ipc.message.MessageSerializer
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{SparkContext, TaskContext}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
-import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
+
+/**
+ * A Python node's Arrow input filled from a columnar sort: each partition, sorted (`sorted`: the
+ * ColumnarSorter, or the row sorter's rows after a fallback), is read out as [[ArrowChunks]]:
+ * Arrow batches filled straight from the sorted columns, which the line's Arrow Python runner
+ * (MapInArrowShim.runner) writes in place of rows it would put into the batch one by one with
+ * Spark's ArrowWriter. Created on the driver over the sorted rows' columns (`output`, of the
+ * types of ColumnarSort), with the session's Arrow byte limit per batch (`maxBatchBytes`:
+ * `spark.sql.execution.arrow.maxBytesPerBatch` where the line has it).
+ */
+abstract class ColumnarArrowInput(output: Seq[Attribute], maxBatchBytes: Long) extends Serializable {
+
+  protected final val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
+
+  // Arrow bytes a row takes in its fixed-width columns' data buffers
+  private val fixedRowBytes: Long =
+    output.map(a => PythonArrowEval.fixedWidth(a.dataType).getOrElse(0L)).sum
+
+  /** The partition's `input` sorted, as Arrow batches of at most `batchRows` rows. */
+  def chunks(context: TaskContext, input: Iterator[InternalRow], batchRows: Int,
+      dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => source(sorted(input)),
+    types, fixedRowBytes, batchRows, maxBatchBytes, dataSent, rowsSent, batchesFilled)
+
+  /** The partition's `input` sorted (when the batches are first asked for). */
+  protected def sorted(input: Iterator[InternalRow]): Either[ColumnarSorter, Iterator[InternalRow]]
+
+  /** Where the rows sent are counted, if the node does not count its input rows itself. */
+  protected def rowsSent: Option[SQLMetric] = None
+
+  /** Where the batches filled are counted (the sort's `arrowBatches`: ArrowChunks.metrics). */
+  protected def batchesFilled: Option[SQLMetric]
+
+  /** Whether the node's input rows are counted here, as they are sent. */
+  final def countsRows: Boolean = rowsSent.isDefined
+
+  /** The sorter itself when its rows can be gathered column by column, else a row source. */
+  private def source(sorted: Either[ColumnarSorter, Iterator[InternalRow]]): Either[ColumnarSorter, RowSource] =
+    sorted.fold(s => if (s.heldByIndex) Left(s) else Right(s.sortedSource()),
+      rows => Right(new ColumnarSort.RowsSource(rows, types)))
+}
 
 /**
  * The sort of a keyed Python form by columns (FullWindowKeyedPythonExec with `columnarSort`):
  * each partition's rows, as they come from the exchange, are appended to a ColumnarSorter (the
  * only step per row), sorted by `order` with Spark's RadixSort (runs on disk when memory is
  * refused, the row sorter when it is refused with nothing held, as for sortPartition), and read
- * out as [[ArrowChunks]]: Arrow batches filled straight from the sorted columns, which the
- * line's Arrow Python runner (MapInArrowShim.runner) writes in place of rows it would put into
- * the batch one by one with Spark's ArrowWriter. Keys are fixed-width columns; the other columns
- * may be strings or binary too. Created on the driver, with the session's Arrow byte limit per
- * batch (`maxBatchBytes`: `spark.sql.execution.arrow.maxBytesPerBatch` where the line has it).
+ * out as [[ArrowChunks]]. Keys are fixed-width columns; the other columns may be strings or
+ * binary too.
  */
 final case class KeyedColumnarSort(
     order: Seq[SortOrder],
@@ -33,26 +70,41 @@ final case class KeyedColumnarSort(
     radixSortEnabled: Boolean,
     packedPrefix: Boolean,
     maxBatchBytes: Long,
-    metrics: Map[String, SQLMetric]) {
+    metrics: Map[String, SQLMetric]) extends ColumnarArrowInput(output, maxBatchBytes) {
 
-  private val types = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
   private val keyCols = ColumnarSort.keyColumns(order, output, varWidth = true).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $order over $output"))
 
-  /** The partition's `rows` sorted, as Arrow batches of at most `batchRows` rows. */
-  def chunks(context: TaskContext, rows: Iterator[InternalRow], batchRows: Int,
-      dataSent: SQLMetric): ArrowChunks = new ArrowChunks(context, () => sorted(rows), types,
-    fixedRowBytes, batchRows, maxBatchBytes, dataSent)
-
-  // Arrow bytes a row takes in its fixed-width columns' data buffers
-  private val fixedRowBytes: Long =
-    output.map(a => PythonArrowEval.fixedWidth(a.dataType).getOrElse(0L)).sum
-
-  /** The sorter itself when its rows can be gathered column by column, else a row source. */
-  private def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, RowSource] =
+  override protected def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, Iterator[InternalRow]] =
     ColumnarSort.sortRows(rows, order, output, types, keyCols, radixSortEnabled, packedPrefix,
-      metrics).fold(s => if (s.heldByIndex) Left(s) else Right(s.sortedSource()),
-      rows => Right(new ColumnarSort.RowsSource(rows, types)))
+      metrics)
+
+  override protected def batchesFilled: Option[SQLMetric] = metrics.get(ArrowChunks.BatchesMetric)
+}
+
+/**
+ * The Arrow input of the non-keyed Python node over sortPartition's columnar sort
+ * (FullWindowPythonPartitionExec with `columnarInput`): each partition comes as the sort node's
+ * [[SortedPartition]] (FullWindowColumnarSortExec.executeSorted), which sorts it with the sort
+ * node's settings and metrics when the first batch is asked for; the batches are then filled
+ * from the sorter as the keyed forms' are, and no sorted row is written as an UnsafeRow. The
+ * rows sent are counted in `rowsIn` (the node's input rows), the batches in `batches` (the sort
+ * node's `arrowBatches`). Any other rows are read as they come.
+ */
+final case class SortedArrowInput(
+    output: Seq[Attribute],
+    maxBatchBytes: Long,
+    rowsIn: SQLMetric,
+    batches: SQLMetric) extends ColumnarArrowInput(output, maxBatchBytes) {
+
+  override protected def sorted(input: Iterator[InternalRow]): Either[ColumnarSorter, Iterator[InternalRow]] =
+    input match {
+      case partition: SortedPartition => partition.sort()
+      case rows => Right(rows)
+    }
+
+  override protected def rowsSent: Option[SQLMetric] = Some(rowsIn)
+  override protected def batchesFilled: Option[SQLMetric] = Some(batches)
 }
 
 /**
@@ -66,7 +118,9 @@ final case class KeyedColumnarSort(
  * As an iterator it only tells whether a batch is left: nothing reads rows from it. Stops once
  * the task is completed or killed (3.5's runner writes from a thread of its own, which must not
  * read a sorter the task has freed). For the types of ColumnarSort; the vectors are those
- * ArrowUtils.toArrowSchema gives them (strings and binary with 4- or 8-byte offsets).
+ * ArrowUtils.toArrowSchema gives them (strings and binary with 4- or 8-byte offsets). Adds the
+ * bytes written to `dataSent` and, when given, the rows to `rowsSent` and the batches to
+ * `batchesFilled`.
  */
 final class ArrowChunks(
     context: TaskContext,
@@ -75,7 +129,9 @@ final class ArrowChunks(
     fixedRowBytes: Long,
     batchRows: Int,
     maxBytes: Long,
-    dataSent: SQLMetric) extends Iterator[Iterator[InternalRow]] {
+    dataSent: SQLMetric,
+    rowsSent: Option[SQLMetric],
+    batchesFilled: Option[SQLMetric]) extends Iterator[Iterator[InternalRow]] {
 
   import ColumnarSort._
 
@@ -112,6 +168,8 @@ final class ArrowChunks(
     root.setRowCount(rows)
     write
     dataSent += dataOut.size() - start
+    rowsSent.foreach(_ += rows)
+    batchesFilled.foreach(_ += 1)
     true
   }
 
@@ -259,6 +317,13 @@ final class ArrowChunks(
 }
 
 object ArrowChunks {
+  /** The metric of a sort whose batches ArrowChunks fill (their number), in [[metrics]]. */
+  val BatchesMetric = "arrowBatches"
+
+  /** What a sort node that may feed ArrowChunks adds to its metrics. */
+  def metrics(sc: SparkContext): Map[String, SQLMetric] = Map(
+    BatchesMetric -> SQLMetrics.createMetric(sc, "sorted batches filled into Arrow"))
+
   /**
    * What a line's Arrow Python runner calls for each batch of its input (MapInArrowShim.runner):
    * when `input` is ArrowChunks, fills its next batch into `root` and `write`s it as the line

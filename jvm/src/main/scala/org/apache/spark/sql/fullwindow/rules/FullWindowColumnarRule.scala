@@ -3,7 +3,7 @@ package org.apache.spark.sql.fullwindow.rules
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, ColumnarToRowExec, SortExec, SparkPlan}
 import org.apache.spark.sql.fullwindow.FullWindowConf
-import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggregateExec, FullWindowCoGroupExec, FullWindowColumnarSortExec, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggregateExec, FullWindowCoGroupExec, FullWindowColumnarSortExec, FullWindowPythonPartitionExec, FullWindowSortPartitionExec, PythonArrowEval}
 
 /**
  * Puts the columnar sort (FullWindowColumnarSortExec) in place of sortPartition's row sort over
@@ -15,7 +15,9 @@ import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggreg
  * the carry layouts: the side sorted first must be able to give its memory back while the
  * other sorts), over the exchange's rows or a columnar child. A ColumnarToRowExec put back above the columnar
  * child by a later pass of the transitions (adaptive execution) is taken out again. Other
- * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort.
+ * plugins' columnar-to-row nodes (Gluten, Comet, RAPIDS) keep the row sort. A non-keyed Python
+ * node right over sortPartition's columnar sort gets its Arrow batches filled from the sort's
+ * columns (`columnarInput`) when they are bounded in rows (PythonArrowEval.batchRows).
  */
 object FullWindowColumnarRule extends ColumnarRule {
 
@@ -31,6 +33,11 @@ object FullWindowColumnarRule extends ColumnarRule {
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
         case a: FullWindowAggregateExec => a.copy(child = byColumns(a.child, spillOnRequest = false))
+        case p: FullWindowPythonPartitionExec if !p.columnarInput && (p.child match {
+              case s: FullWindowColumnarSortExec => !s.spillOnRequest
+              case _ => false
+            }) && PythonArrowEval.batchRows(conf, p.pandas, p.child.schema) > 0 =>
+          p.copy(columnarInput = true)
         case g: FullWindowCoGroupExec =>
           g.copy(left = byColumns(g.left, spillOnRequest = true),
             right = byColumns(g.right, spillOnRequest = true))

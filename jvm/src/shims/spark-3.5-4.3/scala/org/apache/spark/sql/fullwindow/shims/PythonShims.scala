@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow,
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.python.ArrowPythonRunner
-import org.apache.spark.sql.fullwindow.execution.{ArrowChunks, KeyedColumnarSort}
+import org.apache.spark.sql.fullwindow.execution.ColumnarArrowInput
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
@@ -22,8 +22,8 @@ trait PythonShims {
    * exactly that many rows, the rows wrapped without a copy ([[MapInArrowRows]]); without it
    * Spark's own evaluation (MapInBatchEvaluatorFactory), batches cut by the session's limits.
    * With `columnarSort` (and `fixedBatchRows`, then the most rows of a batch) the input is sorted
-   * by it, and the batches are filled from its sorted columns ([[ArrowChunks]], which end a batch
-   * at the session's byte limit too), not row by row.
+   * by it (or comes sorted by columns), and the batches are filled from the sorted columns
+   * ([[ArrowChunks]], which end a batch at the session's byte limit too), not row by row.
    */
   def mapInArrowFactory(
       output: Seq[Attribute],
@@ -33,7 +33,7 @@ trait PythonShims {
       pythonMetrics: Map[String, SQLMetric],
       jobArtifactUUID: Option[String],
       fixedBatchRows: Option[Int],
-      columnarSort: Option[KeyedColumnarSort] = None): PartitionEvaluatorFactory[InternalRow, InternalRow] = {
+      columnarSort: Option[ColumnarArrowInput] = None): PartitionEvaluatorFactory[InternalRow, InternalRow] = {
     val args = MapInArrowArgs(output, udf, inputSchema,
       fixedBatchRows.getOrElse(conf.arrowMaxRecordsPerBatch), conf.sessionLocalTimeZone,
       conf.arrowUseLargeVarTypes, ArrowPythonRunner.getPythonRunnerConfMap(conf), pythonMetrics,
@@ -64,7 +64,7 @@ private[fullwindow] final case class MapInArrowArgs(
  * writer has copied a row's values before the next row is read. The output batches' type is
  * checked on the Python side (SchemaMismatchError), before they are sent.
  */
-private[fullwindow] class MapInArrowRows(args: MapInArrowArgs, columnarSort: Option[KeyedColumnarSort])
+private[fullwindow] class MapInArrowRows(args: MapInArrowArgs, columnarSort: Option[ColumnarArrowInput])
   extends PartitionEvaluatorFactory[InternalRow, InternalRow] {
 
   override def createEvaluator(): PartitionEvaluator[InternalRow, InternalRow] =
