@@ -1,7 +1,11 @@
 """sortPartition against sortWithinPartitions (DESIGN.md, "Bars for speed"): the Parquet input is
-columnar and every column a long, so ours runs the columnar sort (FullWindowColumnarSortExec)."""
+columnar and every column a long, so ours runs the columnar sort (FullWindowColumnarSortExec);
+and sortPartition followed by mapPartitionInArrow, whose Arrow batches are filled from the
+sorted columns, against sortWithinPartitions followed by mapInArrow."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition)
@@ -139,3 +143,37 @@ _sort_case(
     settings={"columns": "k: random long, s1..s3: strings of 16-31 chars, v: long",
               "keys": "k ASC"},
 )
+
+
+def _sum_v(batches):
+    """A cheap function: the sum of v per batch."""
+    for b in batches:
+        yield pa.RecordBatch.from_pydict({"s": [pc.sum(b.column("v")).as_py()]},
+                                         schema=pa.schema([("s", pa.int64())]))
+
+
+_SUM_SCHEMA = "s long"
+
+
+def _ours_map_in_arrow(df):
+    run_noop(df.fullWindowPartition().sortPartition("k").fullWindowPartition()
+             .mapPartitionInArrow(_sum_v, _SUM_SCHEMA))
+
+
+def _native_map_in_arrow(df):
+    run_noop(df.sortWithinPartitions("k").mapInArrow(_sum_v, _SUM_SCHEMA))
+
+
+register(Case(
+    name="sort_partition_map_in_arrow", group=GROUP,
+    description="sortPartition('k') then mapPartitionInArrow(f) vs sortWithinPartitions('k') then "
+                "mapInArrow(f); f sums v per batch; ours fills the Arrow batches from the sorted "
+                "columns (no row in between)",
+    setup=_setup_one_key, ours=_ours_map_in_arrow, native=_native_map_in_arrow,
+    bar=1.0, rows=10_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    ours_node="FullWindowMapPartitionInArrow", native_node="MapInArrow",
+    floors=(scan_floor("sort and Python"),),
+    settings={"columns": "k: random long, v: long", "keys": "k ASC",
+              "function": "per batch: sum(v)"},
+))
