@@ -27,6 +27,7 @@ import fullwindow
 from conftest import get_session
 from fullwindow import Order
 from helpers import executed_plan
+from test_keyed_columnar import _with_strings, _write
 
 KEY = "spark.fullwindow.sort.columnar.enabled"
 RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -96,34 +97,20 @@ def spark():
         s.conf.unset(key)
 
 
-def _write(spark, path, n, parts=3, strings=True):
-    """Parquet with a long key k (1,000 values and nulls) and columns of every fixed width (nulls,
-    NaN and -0.0 among them), a string s (nulls, empty, multi-byte) and a binary bin."""
-    h = F.xxhash64("id")
-    cols = [
-        F.when(F.col("id") % 23 == 0, None).otherwise(F.abs(h) % 1000).alias("k"),
-        F.col("id").alias("v"),
-        F.when(F.col("id") % 13 == 0, None).otherwise((h % 50).cast("int")).alias("i"),
-        F.when(F.col("id") % 11 == 0, F.lit(float("nan"))).when(F.col("id") % 7 == 0, F.lit(-0.0))
-        .when(F.col("id") % 19 == 0, None).otherwise((h % 100) / 7.0).alias("x"),
-        (h % 3 == 0).alias("b"),
-        F.date_add(F.lit("2024-01-01").cast("date"), (h % 50).cast("int")).alias("d"),
-        (h % 100).cast("tinyint").alias("t"), (h % 1000).cast("smallint").alias("sh"),
-        ((h % 1000) / 8.0).cast("float").alias("f"),
-    ]
-    if strings:
-        cols += [
-            F.when(F.col("id") % 17 == 0, None).when(F.col("id") % 5 == 0, "")
-            .otherwise(F.expr("repeat(concat('é', cast(id as string)), cast(id % 6 as int))")).alias("s"),
-            F.when(F.col("id") % 9 == 0, None).otherwise(F.unhex(F.hex(F.col("id") * 31))).alias("bin"),
-        ]
-    spark.range(0, n, 1, parts).select(*cols).write.mode("overwrite").parquet(path)
-    return spark.read.parquet(path)
+@pytest.fixture(scope="module")
+def fixed(spark, tmp_path_factory):
+    """Parquet with a long key k (1,000 values and nulls), v (unique) and columns of every fixed
+    width (nulls, NaN and -0.0 among them), in 3 files."""
+    return _write(spark, str(tmp_path_factory.mktemp("sort_arrow") / "fixed"), ROWS, 1000)
 
 
 @pytest.fixture(scope="module")
-def data(spark, tmp_path_factory):
-    return _write(spark, str(tmp_path_factory.mktemp("sort_arrow") / "data"), ROWS)
+def data(spark, fixed, tmp_path_factory):
+    """`fixed` with a string column s (nulls, empty, multi-byte) and a binary one, in Parquet
+    (a projection over the scan would keep the row sort)."""
+    path = str(tmp_path_factory.mktemp("sort_arrow") / "strings")
+    _with_strings(fixed).write.parquet(path)
+    return spark.read.parquet(path)
 
 
 def _run(spark, make, on: bool):
@@ -177,11 +164,11 @@ def test_same_batches_as_the_row_path(spark, data, form, order):
 
 @pytest.mark.parametrize("adaptive", ["true", "false"])
 @pytest.mark.parametrize("form", ["arrow", "pandas"])
-def test_small_batches_fixed_width_columns(spark, data, form, adaptive):
+def test_small_batches_fixed_width_columns(spark, fixed, form, adaptive):
     # only fixed-width columns: with the rows held by index, the batches are gathered column by
     # column; 7 rows a batch
     call, node = FORMS[form]
-    df = data.drop("s", "bin")
+    df = fixed
     spark.conf.set(RECORDS, "7")
     spark.conf.set("spark.sql.adaptive.enabled", adaptive)
     try:
@@ -259,8 +246,7 @@ def test_larger_than_memory_sorts_in_runs(spark, tmp_path_factory):
     # 600,000 rows of 9 fixed-width columns in one partition (one task: the whole pool is its
     # own): each chunk of 65,536 rows reserves 6.8 MB, so the pool holds two; sorted runs go to
     # disk and are merged into the Arrow batches
-    df = _write(spark, str(tmp_path_factory.mktemp("sort_arrow") / "big"), BIG_ROWS, parts=1,
-                strings=False)
+    df = _write(spark, str(tmp_path_factory.mktemp("sort_arrow") / "big"), BIG_ROWS, 3000, parts=1)
     call, node = FORMS["arrow"]
     _, m = _check(spark, lambda: call(df.fullWindowPartition().sortPartition(
         [F.col("k").desc(), F.col("v").asc()]).fullWindowPartition()), node, BIG_ROWS)
