@@ -8,6 +8,7 @@ import textwrap
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where the fullwindow package these tests import lives: the checkout's python/ (dev/setup
@@ -268,3 +269,31 @@ def record_offsets(data: bytes) -> list[int]:
         (length,) = struct.unpack_from(">I", data, pos + 4)
         pos += HEADER_SIZE + length
     return out
+
+
+def fixed_width_parquet(spark, path, n, keys, parts=3):
+    """Parquet (`parts` files) with a long key k (nulls among them when `keys` > 1) and
+    fixed-width columns of every width (boolean to long, float and double), NaN and -0.0 among
+    the doubles (tests/test_keyed_columnar.py, tests/test_sort_columnar_arrow.py)."""
+    h = F.xxhash64("id")
+    k = (F.lit(7) if keys == 1 else
+         F.when(F.col("id") % 23 == 0, None).otherwise(F.abs(h) % keys)).cast("long")
+    spark.range(0, n, 1, parts).select(
+        k.alias("k"), F.col("id").alias("v"),
+        F.when(F.col("id") % 13 == 0, None).otherwise((h % 1000).cast("int")).alias("i"),
+        F.when(F.col("id") % 11 == 0, F.lit(float("nan"))).when(F.col("id") % 7 == 0, F.lit(-0.0))
+        .when(F.col("id") % 19 == 0, None).otherwise((h % 100) / 7.0).alias("x"),
+        (h % 3 == 0).alias("b"),
+        F.date_add(F.lit("2024-01-01").cast("date"), (h % 50).cast("int")).alias("d"),
+        (h % 100).cast("tinyint").alias("t"), (h % 1000).cast("smallint").alias("s"),
+        ((h % 1000) / 8.0).cast("float").alias("f"),
+    ).write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
+
+
+def with_strings(df):
+    """`df` with a string column s (nulls, empty, multi-byte, up to ~60 bytes) and a binary bin."""
+    return df.withColumn("s", F.when(F.col("v") % 17 == 0, None).when(F.col("v") % 5 == 0, "")
+                         .otherwise(F.expr("repeat(concat('é', cast(v as string)), cast(v % 6 as int))"))) \
+        .withColumn("bin", F.when(F.col("v") % 9 == 0, None)
+                    .otherwise(F.unhex(F.hex(F.col("v") * 31))))

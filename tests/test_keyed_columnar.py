@@ -26,6 +26,7 @@ import fullwindow
 from conftest import get_session
 from fullwindow import AggregateFunction, EndOfStreamWindows
 from helpers import executed_plan
+from helpers import fixed_width_parquet as _write, with_strings as _with_strings
 
 KEY = "spark.fullwindow.sort.columnar.enabled"
 # A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage: each
@@ -104,25 +105,6 @@ def spark():
     for key in (KEY, "spark.sql.execution.arrow.maxRecordsPerBatch",
                 "spark.fullwindow.runtimeMode"):
         s.conf.unset(key)
-
-
-def _write(spark, path, n, keys, parts=3):
-    """Parquet with a long key k (nulls among them when `keys` > 1) and fixed-width columns of
-    every width (boolean to long, float and double), NaN and -0.0 among the doubles."""
-    h = F.xxhash64("id")
-    k = (F.lit(7) if keys == 1 else
-         F.when(F.col("id") % 23 == 0, None).otherwise(F.abs(h) % keys)).cast("long")
-    spark.range(0, n, 1, parts).select(
-        k.alias("k"), F.col("id").alias("v"),
-        F.when(F.col("id") % 13 == 0, None).otherwise((h % 1000).cast("int")).alias("i"),
-        F.when(F.col("id") % 11 == 0, F.lit(float("nan"))).when(F.col("id") % 7 == 0, F.lit(-0.0))
-        .when(F.col("id") % 19 == 0, None).otherwise((h % 100) / 7.0).alias("x"),
-        (h % 3 == 0).alias("b"),
-        F.date_add(F.lit("2024-01-01").cast("date"), (h % 50).cast("int")).alias("d"),
-        (h % 100).cast("tinyint").alias("t"), (h % 1000).cast("smallint").alias("s"),
-        ((h % 1000) / 8.0).cast("float").alias("f"),
-    ).write.mode("overwrite").parquet(path)
-    return spark.read.parquet(path)
 
 
 @pytest.fixture(scope="module")
@@ -247,14 +229,6 @@ def test_aggregate_columns_with_a_string_column_sort_by_columns(spark, many):
     (cplan, cols, _), (rplan, rows, _) = _both(spark, make)
     assert "FullWindowColumnarSort " in cplan and "Sort [" not in cplan, cplan
     assert "Sort [k#" in rplan and _same(cols, rows) and len(cols) == 501
-
-
-def _with_strings(df):
-    """`df` with a string column s (nulls, empty, multi-byte, up to ~60 bytes) and a binary bin."""
-    return df.withColumn("s", F.when(F.col("v") % 17 == 0, None).when(F.col("v") % 5 == 0, "")
-                         .otherwise(F.expr("repeat(concat('é', cast(v as string)), cast(v % 6 as int))"))) \
-        .withColumn("bin", F.when(F.col("v") % 9 == 0, None)
-                    .otherwise(F.unhex(F.hex(F.col("v") * 31))))
 
 
 def per_key_pandas_strings(key, frames):

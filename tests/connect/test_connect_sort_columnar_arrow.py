@@ -1,0 +1,28 @@
+"""tests/test_sort_columnar_arrow.py's check on a Spark Connect session (see conftest.py): the
+Arrow and pandas forms after sortPartition get their batches filled from the columnar sort (the
+sort node's arrowBatches) and the same batches as with the switch off. The classic module's
+session has a small memory pool, which a Connect server cannot take: its spill and fallback
+cases stay classic."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import fixed_width_parquet, needs_connect_result_metrics, with_strings
+from test_sort_columnar_arrow import FORMS, ORDERS, ROWS, _check
+
+
+@pytest.fixture(scope="module")
+def data(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("connect_sort_arrow")
+    fixed = fixed_width_parquet(spark, str(folder / "fixed"), ROWS, 1000)
+    with_strings(fixed).write.parquet(str(folder / "strings"))
+    return spark.read.parquet(str(folder / "strings"))
+
+
+@needs_connect_result_metrics()
+@pytest.mark.parametrize("order", ["v_desc", "k_desc_nulls_last_v"])
+@pytest.mark.parametrize("form", ["arrow", "pandas"])
+def test_same_batches_as_the_row_path(spark, data, form, order):
+    call, node = FORMS[form]
+    _check(spark, lambda: call(data.fullWindowPartition().sortPartition(ORDERS[order]())
+                               .fullWindowPartition()), node)
