@@ -12,8 +12,8 @@ binary columns, ascending, descending and nulls-last orders on one and two keys,
 without adaptive execution; the Python node's row and byte metrics equal the row path's;
 maxRecordsPerBatch and the byte limit (4.0+) end the batches where they end on the row path;
 a partition larger than the execution memory is sorted in runs spilled to disk and merged,
-and rows too wide for any run fall back to the row sorter, still fed; batches unbounded in rows
-keep the row path. One session, with a small execution memory pool, for the whole module."""
+and rows too wide for any run fall back to the row sorter, still fed; empty partitions give no
+batch either way; batches unbounded in rows keep the row path. One session, with a small execution memory pool, for the whole module."""
 from __future__ import annotations
 
 import hashlib
@@ -280,3 +280,20 @@ def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(spark, tmp_path, s
     _, m = _check(spark, lambda: call(df.fullWindowPartition().sortPartition(keys)
                                       .fullWindowPartition()), node, 30_000)
     assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_empty_partitions(spark, fixed, form):
+    # splits of 16 KiB: most of a file's splits hold none of its row groups, so most partitions
+    # are empty; the function gets no batch from them (the row form: an empty iterator), with
+    # the feed as without it
+    call, node = FORMS[form]
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+    try:
+        fed, _ = _check(spark, lambda: call(spark.read.parquet(*fixed.inputFiles())
+                                            .fullWindowPartition().sortPartition(["k", "v"])
+                                            .fullWindowPartition()), node)
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    if form == "rows":
+        assert sum(r[2] == 0 for r in fed) >= 2, fed
