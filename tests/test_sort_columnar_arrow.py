@@ -13,7 +13,8 @@ without adaptive execution; the Python node's row and byte metrics equal the row
 maxRecordsPerBatch and the byte limit (4.0+) end the batches where they end on the row path;
 a partition larger than the execution memory is sorted in runs spilled to disk and merged,
 and rows too wide for any run fall back to the row sorter, still fed; empty partitions give no
-batch either way; batches unbounded in rows keep the row path. One session, with a small execution memory pool, for the whole module."""
+batch either way; batches unbounded in rows keep the row path. One session, with a small
+execution memory pool, for the whole module."""
 from __future__ import annotations
 
 import hashlib
