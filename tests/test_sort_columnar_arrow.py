@@ -153,6 +153,7 @@ def _check(spark, make, node, rows=ROWS):
     assert fm["FullWindowSortPartition.columnarSorts"] + \
         fm["FullWindowSortPartition.rowSortFallbacks"] >= 1, fm
     assert fm["FullWindowSortPartition.numOutputRows"] == rows, fm
+    assert fm["FullWindowSortPartition.peakMemory"] > 0, fm
     if node != "FullWindowMapPartition":  # one output row a batch
         assert fm["FullWindowSortPartition.arrowBatches"] == len(fed) > 0, fm
     else:
