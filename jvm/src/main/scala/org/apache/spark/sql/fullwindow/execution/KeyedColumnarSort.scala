@@ -23,8 +23,8 @@ import org.apache.spark.unsafe.Platform
  * refused, the row sorter when it is refused with nothing held, as for sortPartition), and read
  * out as [[ArrowChunks]]: Arrow batches filled straight from the sorted columns, which the
  * line's Arrow Python runner (MapInArrowShim.runner) writes in place of rows it would put into
- * the batch one by one with Spark's ArrowWriter. Keys are fixed-width columns; the other columns
- * may be strings or binary too. Created on the driver, with the session's Arrow byte limit per
+ * the batch one by one with Spark's ArrowWriter. Keys and columns as ColumnarSort.keyColumns
+ * takes them. Created on the driver, with the session's Arrow byte limit per
  * batch (`maxBatchBytes`: `spark.sql.execution.arrow.maxBytesPerBatch` where the line has it).
  */
 final case class KeyedColumnarSort(
@@ -36,7 +36,7 @@ final case class KeyedColumnarSort(
     metrics: Map[String, SQLMetric]) {
 
   private val types = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
-  private val keyCols = ColumnarSort.keyColumns(order, output, varWidth = true).getOrElse(
+  private val keyCols = ColumnarSort.keyColumns(order, output).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $order over $output"))
 
   /** The partition's `rows` sorted, as Arrow batches of at most `batchRows` rows. */
