@@ -246,7 +246,7 @@ def test_string_and_binary_columns_sort_on_columns(spark, data, tmp_path):
 STR_SCHEMA = StructType([
     StructField("id", LongType(), False),
     StructField("short", StringType()),   # at most 8 bytes: the prefix word is the value
-    StructField("long", StringType()),    # 9 to 30 bytes sharing 9-byte prefixes: ties on words
+    StructField("long", StringType()),    # 9 to 45 bytes sharing prefixes of 9 to 33 bytes
     StructField("few", StringType()),     # 5 long values: runs of equal keys
     StructField("bin", BinaryType()),     # zero bytes inside and at the end
     StructField("l", LongType()),         # full range with nulls: words in two packs
@@ -265,7 +265,8 @@ def _str_value(rnd: random.Random, col: str, rid: int):
         r = rnd.random()
         if r < 0.2:
             return rnd.choice(_PAD) + "x" * rnd.randint(0, 9)
-        stem = rnd.choice(["customer-", "customer_", "customer-\u00e9", "custome"])
+        stem = rnd.choice(["customer-", "customer_", "customer-\u00e9", "custome",
+                           "https://example.com/\u00e9/items/"])  # ties past 3 words
         return stem + str(rnd.randint(0, 10 ** rnd.randint(0, 12))) + "\x00" * rnd.randint(0, 1)
     if col == "few":
         return rnd.choice(["region-north-00", "region-north-001", "region-north-0",

@@ -57,6 +57,26 @@ def _wide_columns(seed: int):
             text(3).alias("s3"), F.col("id").alias("v")]
 
 
+def _string_key_columns(seed: int):
+    """k 16 hex digits of a hash (an id whose first 8 bytes tell most rows apart), v a long."""
+    return [F.hex(F.xxhash64(F.col("id"), F.lit(seed))).alias("k"), F.col("id").alias("v")]
+
+
+def _prefixed_key_columns(seed: int):
+    """k 'customer-' and a number below 10^7 (every key's first 8 bytes are the same: its bytes
+    past them decide), v a long."""
+    number = F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(10_000_000))
+    return [F.concat(F.lit("customer-"), number.cast("string")).alias("k"), F.col("id").alias("v")]
+
+
+def _setup_string_key(spark, scale):
+    return parquet_input(spark, scale, "string_key", _string_key_columns)
+
+
+def _setup_prefixed_key(spark, scale):
+    return parquet_input(spark, scale, "prefixed_key", _prefixed_key_columns)
+
+
 def _setup_one_key(spark, scale):
     return parquet_input(spark, scale, "one_key", _one_key_columns)
 
@@ -138,4 +158,26 @@ _sort_case(
     spark_conf=_IN_MEMORY_CONF,
     settings={"columns": "k: random long, s1..s3: strings of 16-31 chars, v: long",
               "keys": "k ASC"},
+)
+
+_sort_case(
+    name="sort_string_key",
+    description="sortPartition('k') vs sortWithinPartitions('k'); k a string id of 16 hex digits "
+                "(its first 8 bytes order most rows), plus a long payload (columnar sort)",
+    setup=_setup_string_key, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=5_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    bar_note="a reference, not a DESIGN bar: string keys",
+    settings={"columns": "k: 16 hex digits, v: long", "keys": "k ASC"},
+)
+
+_sort_case(
+    name="sort_string_key_shared_prefix",
+    description="sort_string_key with k 'customer-<n>', n below 10^7: every key's first 8 bytes "
+                "are the same, so the bytes past them order every row (columnar sort)",
+    setup=_setup_prefixed_key, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=5_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    bar_note="a reference, not a DESIGN bar: string keys sharing their first 8 bytes",
+    settings={"columns": "k: 'customer-' + n < 10^7, v: long", "keys": "k ASC"},
 )

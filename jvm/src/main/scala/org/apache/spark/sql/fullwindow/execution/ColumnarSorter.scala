@@ -1014,11 +1014,10 @@ final class ColumnarSorter(
 
   /**
    * After the radix passes, which order a string or binary key by its prefix word only: finds
-   * each run of sorted rows whose keys up to the first string or binary one have equal words
-   * (`wordIsKey`: the last pass's word, which then holds just those keys' words; else key by key)
-   * and whose string or binary keys differ in their bytes, and sorts it by every key, those by
-   * their bytes, with Spark's TimSort (stable: equal keys keep their order) in the sort array's
-   * free half. The sort slot's first long is each row's index.
+   * each run of sorted rows whose keys up to the first string or binary one (`firstVar`) have
+   * equal words (`wordIsKey`: the last pass's word, which then holds just those keys' words;
+   * else key by key) and orders it by the keys' bytes (refineTies). The sort slot's first long
+   * is each row's index; the sort array's free half is the scratch.
    */
   private def sortTies(a: Array[Long], rows: Int, wordIsKey: Boolean): Unit = {
     val firstVar = varKeys.head
@@ -1038,7 +1037,108 @@ final class ColumnarSorter(
         }
         same
       }
-    def sameBytes(x: Long, y: Long): Boolean = {
+    val ties = new Ties(a, rows)
+    var lo = 0
+    while (lo < rows) {
+      var hi = lo + 1
+      while (hi < rows && sameWords(lo, hi)) hi += 1
+      if (hi - lo > 1) ties.refine(lo, hi, 1)
+      lo = hi
+    }
+  }
+
+  /**
+   * Orders runs of the sort array `a` (of `rows` rows, sorted) whose rows tie on every key before
+   * the first string or binary key and on that key's first 8 x `depth` bytes. A run of more than
+   * SmallRun rows whose key is not null is radix-sorted (Spark's RadixSort, stable, in the array's
+   * free half) by the key's next 8 bytes, and each run of equal such words again, one depth
+   * further, until the key's values end; what is left (small runs, runs the key's values end in
+   * with zero bytes or different lengths, later string keys that tie past their words) is sorted
+   * by every key, those by their bytes, with Spark's TimSort (stable) where the keys' bytes
+   * differ. Equal keys keep their order throughout.
+   */
+  private final class Ties(a: Array[Long], rows: Int) {
+    private val SmallRun = 32
+    private val k0 = varKeys.head
+    private val c0 = keyCols(k0)
+    private val desc0 = keyDesc(k0)
+    private val laterVar = varKeys.length > 1
+    private val la = new LongArray(MemoryBlock.fromLongArray(a))
+    private val tim = new Sorter(new UnsafeSortDataFormat(
+      new LongArray(new MemoryBlock(a, Platform.LONG_ARRAY_OFFSET + 16L * rows, 16L * rows))))
+    private val byKeys = new java.util.Comparator[RecordPointerAndKeyPrefix] {
+      override def compare(x: RecordPointerAndKeyPrefix, y: RecordPointerAndKeyPrefix): Int =
+        compareRecordKeys(recordAddr(x.recordPointer), recordAddr(y.recordPointer))
+    }
+
+    def refine(lo: Int, hi: Int, depth: Int): Unit = {
+      val m = hi - lo
+      if (m <= SmallRun || isNull(c0, a(2 * lo))) { sortIfDiffer(lo, hi); return }
+      // the key's bytes [8 x depth, 8 x depth + 8) of each row as an unsigned word (zero padded,
+      // flipped when descending) beside its index, sorted in the free half; a run of more than
+      // half the rows, whose scratch the free half cannot hold, is sorted where it is, the rows
+      // after it moved up to the free half's end meanwhile
+      val from = 8 * depth
+      val inPlace = 4L * m > 2L * rows
+      val tmp = if (inPlace) 2 * lo else 2 * rows
+      if (inPlace) System.arraycopy(a, 2 * hi, a, 2 * rows + 2 * hi, 2 * (rows - hi))
+      var maxLen = 0
+      var zeroEnd = false
+      var i = 0
+      while (i < m) {
+        val row = a(2 * (lo + i))
+        val addr = recordAddr(row)
+        val page = recPageOf(addr)
+        val at = recRowOf(addr)
+        val slot = recSlot(page, at, c0)
+        val len = slot.toInt
+        val bytes = at + (slot >>> 32)
+        var w = 0L
+        val rest = len - from
+        if (rest >= 8) {
+          w = Platform.getLong(page, bytes + from)
+          if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN) {
+            w = java.lang.Long.reverseBytes(w)
+          }
+        } else {
+          var b = 0
+          while (b < rest) {
+            w |= (Platform.getByte(page, bytes + from + b) & 0xffL) << (56 - 8 * b)
+            b += 1
+          }
+        }
+        if (len > maxLen) maxLen = len
+        if (len > 0 && Platform.getByte(page, bytes + len - 1) == 0) zeroEnd = true
+        a(tmp + 2 * i) = row
+        a(tmp + 2 * i + 1) = if (desc0) ~w else w
+        i += 1
+      }
+      val at = RadixSort.sortKeyPrefixArray(la, tmp, m, 0, 7, false, false).toInt
+      if (at != 2 * lo) System.arraycopy(a, at, a, 2 * lo, 2 * m)
+      if (inPlace) System.arraycopy(a, 2 * rows + 2 * hi, a, 2 * hi, 2 * (rows - hi))
+      // values that end within these bytes and end in no zero byte are equal when their words
+      // are (as prefixIsValue); others go one depth further, or to the comparison sort
+      val ended = maxLen <= from + 8
+      if (ended && !zeroEnd && !laterVar) return
+      var s = lo
+      while (s < hi) {
+        var e = s + 1
+        while (e < hi && a(2 * e + 1) == a(2 * s + 1)) e += 1
+        if (e - s > 1) { if (ended) sortIfDiffer(s, e) else refine(s, e, depth + 1) }
+        s = e
+      }
+    }
+
+    /** Sorts rows [lo, hi) by every key with TimSort where their string or binary keys differ. */
+    private def sortIfDiffer(lo: Int, hi: Int): Unit = {
+      var differ = false
+      var j = lo + 1
+      while (!differ && j < hi) { differ = !sameBytes(a(2 * lo), a(2 * j)); j += 1 }
+      if (differ) tim.sort(la, lo, hi, byKeys)
+    }
+
+    /** Whether the rows at indices `x` and `y` have the same string and binary keys. */
+    private def sameBytes(x: Long, y: Long): Boolean = {
       val xa = recordAddr(x)
       val ya = recordAddr(y)
       varKeys.forall { k =>
@@ -1048,24 +1148,6 @@ final class ColumnarSorter(
           recSlot(xa, c).toInt, recPageOf(ya), recRowOf(ya) + (recSlot(ya, c) >>> 32),
           recSlot(ya, c).toInt) == 0)
       }
-    }
-    val sorted = new LongArray(MemoryBlock.fromLongArray(a))
-    val buffer = new LongArray(new MemoryBlock(a, Platform.LONG_ARRAY_OFFSET + 16L * rows, 16L * rows))
-    val tim = new Sorter(new UnsafeSortDataFormat(buffer))
-    val byKeys = new java.util.Comparator[RecordPointerAndKeyPrefix] {
-      override def compare(x: RecordPointerAndKeyPrefix, y: RecordPointerAndKeyPrefix): Int =
-        compareRecordKeys(recordAddr(x.recordPointer), recordAddr(y.recordPointer))
-    }
-    var lo = 0
-    while (lo < rows) {
-      var hi = lo + 1
-      var differ = false
-      while (hi < rows && sameWords(lo, hi)) {
-        if (!differ) differ = !sameBytes(a(2 * lo), a(2 * hi))
-        hi += 1
-      }
-      if (differ) tim.sort(sorted, lo, hi, byKeys)
-      lo = hi
     }
   }
 
