@@ -42,15 +42,21 @@ def _digest(rows) -> str:
     return hashlib.sha1(repr(sorted(map(repr, rows))).encode()).hexdigest()
 
 
-def per_key_arrow(key, batches):
-    """Per key: its row count, the sizes of the batches it came in, a digest of its rows."""
+def _batches_summary(batches):
+    """A key's Arrow batches: its row count, the sizes of the batches, a digest of its rows."""
     n, sizes, rows = 0, [], []
     for b in batches:
         n += b.num_rows
         sizes.append(b.num_rows)
         rows.extend(tuple(d.values()) for d in b.to_pylist())
+    return n, json.dumps(sizes), _digest(rows)
+
+
+def per_key_arrow(key, batches):
+    """Per key: its row count, the sizes of the batches it came in, a digest of its rows."""
+    n, sizes, digest = _batches_summary(batches)
     yield pa.RecordBatch.from_pydict(
-        {"k": [key], "n": [n], "sizes": [json.dumps(sizes)], "digest": [_digest(rows)]},
+        {"k": [key], "n": [n], "sizes": [sizes], "digest": [digest]},
         schema=pa.schema([("k", pa.int64()), ("n", pa.int64()), ("sizes", pa.string()),
                           ("digest", pa.string())]))
 
@@ -304,13 +310,8 @@ OUT_KEY = "key string, n long, sizes string, digest string"
 
 def per_key_arrow_any(key, batches):
     """per_key_arrow for any key type: the key's repr."""
-    n, sizes, rows = 0, [], []
-    for b in batches:
-        n += b.num_rows
-        sizes.append(b.num_rows)
-        rows.extend(tuple(d.values()) for d in b.to_pylist())
-    yield pa.RecordBatch.from_pydict(
-        {"key": [repr(key)], "n": [n], "sizes": [json.dumps(sizes)], "digest": [_digest(rows)]})
+    n, sizes, digest = _batches_summary(batches)
+    yield pa.RecordBatch.from_pydict({"key": [repr(key)], "n": [n], "sizes": [sizes], "digest": [digest]})
 
 
 def per_key_rows_any(key, rows):
