@@ -15,6 +15,7 @@ found by what pyspark offers (never by its version string).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Iterator, Tuple
 
 import pandas as pd
@@ -26,7 +27,16 @@ from benchmarks.data import run_noop
 from benchmarks.registry import Native
 
 COUNT_SUM_SCHEMA = "k long, n long, s double"
-_COUNT_SUM_ARROW = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("s", pa.float64())])
+
+
+def count_sum_schema(df: DataFrame) -> str:
+    """COUNT_SUM_SCHEMA with ``df``'s key type (a long, or a string in the string-key cases)."""
+    return f"k {df.schema['k'].dataType.simpleString()}, n long, s double"
+
+
+def count_sum_arrow(key_type: pa.DataType) -> pa.Schema:
+    """The Arrow schema of a (k, n, s) result with a key of ``key_type``."""
+    return pa.schema([("k", key_type), ("n", pa.int64()), ("s", pa.float64())])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +109,7 @@ def arrow_table(key, table):
     """groupBy().applyInArrow, whole-table form."""
     return pa.Table.from_pydict({"k": [key[0].as_py()], "n": [table.num_rows],
                                  "s": [pc.sum(table.column("x")).as_py() or 0.0]},
-                                schema=_COUNT_SUM_ARROW)
+                                schema=count_sum_arrow(key[0].type))
 
 
 def arrow_iterator(key: Tuple[pa.Scalar, ...],
@@ -111,7 +121,7 @@ def arrow_iterator(key: Tuple[pa.Scalar, ...],
         n += b.num_rows
         s += pc.sum(b.column("x")).as_py() or 0.0
     yield pa.RecordBatch.from_pydict({"k": [key[0].as_py()], "n": [n], "s": [s]},
-                                     schema=_COUNT_SUM_ARROW)
+                                     schema=count_sum_arrow(key[0].type))
 
 
 def pandas_iterator(key: Tuple[Any, ...],
@@ -148,27 +158,30 @@ def _row_udtf():
     return CountSum
 
 
-def _arrow_udtf():
+@functools.lru_cache(maxsize=None)
+def _arrow_udtf(schema: str = COUNT_SUM_SCHEMA):
     from pyspark.sql.functions import arrow_udtf
 
-    @arrow_udtf(returnType=COUNT_SUM_SCHEMA)
+    @arrow_udtf(returnType=schema)
     class CountSumArrow:
         """@arrow_udtf over TABLE(df) PARTITION BY k: a record batch at a time."""
 
         def __init__(self):
             self.k = None
+            self.k_type = pa.int64()
             self.n = 0
             self.s = 0.0
 
         def eval(self, batch: pa.RecordBatch):
             if batch.num_rows:
                 self.k = batch.column("k")[0].as_py()
+                self.k_type = batch.column("k").type
                 self.n += batch.num_rows
                 self.s += pc.sum(batch.column("x")).as_py() or 0.0
             return iter(())
 
         def terminate(self):
-            yield pa.table({"k": pa.array([self.k], pa.int64()), "n": pa.array([self.n], pa.int64()),
+            yield pa.table({"k": pa.array([self.k], self.k_type), "n": pa.array([self.n], pa.int64()),
                             "s": pa.array([self.s], pa.float64())})
 
     return CountSumArrow
@@ -240,14 +253,13 @@ def keyed_arrow_natives() -> list[Native]:
     out = []
     if has_grouped_arrow():
         out.append(_form("applyInArrow (table)", lambda df: df.groupBy("k").applyInArrow(
-            arrow_table, COUNT_SUM_SCHEMA), "FlatMapGroupsInArrow"))
+            arrow_table, count_sum_schema(df)), "FlatMapGroupsInArrow"))
     if has_grouped_iterators():
         out.append(_form("applyInArrow (iterator)", lambda df: df.groupBy("k").applyInArrow(
-            arrow_iterator, COUNT_SUM_SCHEMA), "FlatMapGroupsInArrow"))
+            arrow_iterator, count_sum_schema(df)), "FlatMapGroupsInArrow"))
     if has_arrow_udtf():
-        f = _arrow_udtf()
         out.append(_form("@arrow_udtf over asTable().partitionBy",
-                         lambda df: f(df.asTable().partitionBy("k")),
+                         lambda df: _arrow_udtf(count_sum_schema(df))(df.asTable().partitionBy("k")),
                          "ArrowEvalPythonUDTF|BatchEvalPythonUDTF"))
     return out
 

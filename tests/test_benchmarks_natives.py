@@ -73,6 +73,16 @@ def test_native_form_counts_and_sums_per_key(small, form):
     assert any(node in names for node in form.node.split("|")), (form.node, plan)
 
 
+@pytest.mark.parametrize("form", [pytest.param(f, id=f.name) for f in natives.keyed_arrow_natives()])
+def test_arrow_form_keeps_a_string_key(small, form):
+    # the string-key case (keyed_map_partition_in_arrow_string_key): the same per-key results,
+    # the key's type carried to the result
+    out = form.frame(small.withColumn("k", F.format_string("customer-%05d", "k")))
+    assert out.schema["k"].dataType.simpleString() == "string"
+    got = sorted((r.k, r.n, r.s) for r in out.collect())
+    assert got == sorted((f"customer-{k:05d}", n, s) for k, n, s in _expected())
+
+
 def test_the_line_offers_the_forms_it_has():
     """Feature detection, not version strings: each form is listed exactly when pyspark has
     its API (transformWithState with Rows from 4.1, transformWithStateInPandas from 4.0)."""

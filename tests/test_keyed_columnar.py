@@ -7,7 +7,8 @@ Checked here, over Parquet input: every keyed form gives what it gives with the 
 row path: SortExec, then Spark's Arrow writer), down to the batches each key's records come in;
 null keys, one key (most partitions empty), many keys, NaN and -0.0; the running reduce's
 second sort key (input position); string and binary columns beside the key (the same Arrow
-stream), batches ended by the byte limit; the plan has no `Sort [` under the node, and has it
+stream), string and binary keys (words tied past 8 bytes, with other keys, under every form, the
+column aggregate and both coGroup sides), batches ended by the byte limit; the plan has no `Sort [` under the node, and has it
 with the switch off; a partition larger than the execution memory is sorted in runs
 spilled to disk, and rows too wide for any run fall back to the row sorter. One session, with a
 small execution memory pool, for the whole module."""
@@ -42,15 +43,21 @@ def _digest(rows) -> str:
     return hashlib.sha1(repr(sorted(map(repr, rows))).encode()).hexdigest()
 
 
-def per_key_arrow(key, batches):
-    """Per key: its row count, the sizes of the batches it came in, a digest of its rows."""
+def _batches_summary(batches):
+    """A key's Arrow batches: its row count, the sizes of the batches, a digest of its rows."""
     n, sizes, rows = 0, [], []
     for b in batches:
         n += b.num_rows
         sizes.append(b.num_rows)
         rows.extend(tuple(d.values()) for d in b.to_pylist())
+    return n, json.dumps(sizes), _digest(rows)
+
+
+def per_key_arrow(key, batches):
+    """Per key: its row count, the sizes of the batches it came in, a digest of its rows."""
+    n, sizes, digest = _batches_summary(batches)
     yield pa.RecordBatch.from_pydict(
-        {"k": [key], "n": [n], "sizes": [json.dumps(sizes)], "digest": [_digest(rows)]},
+        {"k": [key], "n": [n], "sizes": [sizes], "digest": [digest]},
         schema=pa.schema([("k", pa.int64()), ("n", pa.int64()), ("sizes", pa.string()),
                           ("digest", pa.string())]))
 
@@ -272,6 +279,70 @@ def test_string_and_binary_columns_sort_by_columns(spark, many, form):
     assert abs(m[f"{node}.pythonDataSent"] - sent) < sent / 1000, (m, sent)
 
 
+OUT_KEY = "key string, n long, sizes string, digest string"
+
+
+def per_key_arrow_any(key, batches):
+    """per_key_arrow for any key type: the key's repr."""
+    n, sizes, digest = _batches_summary(batches)
+    yield pa.RecordBatch.from_pydict({"key": [repr(key)], "n": [n], "sizes": [sizes], "digest": [digest]})
+
+
+def per_key_rows_any(key, rows):
+    seen = [tuple(r) for r in rows]
+    yield (repr(key), len(seen), "", _digest(seen))
+
+
+def _with_string_keys(df):
+    """`df` with string keys sk (sharing a 9-byte prefix, so the sort's 8-byte words tie and
+    the bytes decide; nulls) and sk2 (up to 8 bytes, a zero byte at the end of some), and a
+    binary key bk (zero bytes)."""
+    return (df.withColumn("sk", F.when(F.col("k").isNull(), None)
+                          .otherwise(F.concat(F.lit("customer-"), F.col("k").cast("string"))))
+            .withColumn("sk2", F.when(F.col("k") % 3 == 0, F.concat(F.lit("é"), F.col("k").cast("string"), F.lit("\x00")))
+                        .otherwise(F.col("k").cast("string")))
+            .withColumn("bk", F.unhex(F.format_string("00%04x00", F.col("k")))))
+
+
+KEYED_BY_STRINGS = {
+    "arrow": (lambda df, keys: df.keyBy(*keys).fullWindowPartition().mapPartitionInArrow(
+        per_key_arrow_any, OUT_KEY), "FullWindowKeyedMapPartitionInArrow"),
+    "rows": (lambda df, keys: df.keyBy(*keys).fullWindowPartition().mapPartition(
+        per_key_rows_any, OUT_KEY), "FullWindowKeyedMapPartition"),
+}
+
+
+@pytest.mark.parametrize("keys", [["sk"], ["bk"], ["sk2", "i"], ["b", "sk"]])
+@pytest.mark.parametrize("form", sorted(KEYED_BY_STRINGS))
+def test_string_and_binary_keys_sort_by_columns(spark, many, form, keys):
+    # string and binary keys: the node sorts by columns (the keys' prefix words, ties broken by
+    # their bytes) and every key gets its rows, in the batches the row sort gives
+    make, node = KEYED_BY_STRINGS[form]
+    df = _with_string_keys(many)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(df, keys))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert f"{node} " in cplan and "columnar=true" in cplan and "Sort [" not in cplan, cplan
+    assert "columnar=true" not in rplan and "Sort [" in rplan, rplan
+    assert _same(cols, rows) and sum(r[1] for r in cols) == ROWS and len(cols) >= 500
+    m = fullwindow.operator_metrics(cdf)
+    assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
+
+
+def test_aggregate_columns_by_a_string_key_sort_by_columns(spark, many):
+    df = _with_string_keys(many)
+
+    def make():
+        return df.keyBy("sk").fullWindowPartition().aggregate(
+            F.count("*").alias("n"), F.sum("v").alias("sv"), F.max("bk").alias("hi"))
+
+    (cplan, cols, _), (rplan, rows, _) = _both(spark, make)
+    assert "FullWindowColumnarSort " in cplan and "Sort [" not in cplan, cplan
+    assert "Sort [sk#" in rplan and _same(cols, rows) and len(cols) == 501
+
+
 def batch_string_bytes(key, batches):
     """Per batch (one key: a batch is never split): its rows and the bytes of its strings."""
     for b in batches:
@@ -421,11 +492,11 @@ def test_cogroup_sorts_both_sides_by_columns(spark, left_rows):
     _cogroup_in_one_partition(spark, left, right, left_rows, 600_000)
 
 
-def _cogroup_in_one_partition(spark, left, right, left_rows, right_rows):
+def _cogroup_in_one_partition(spark, left, right, left_rows, right_rows, key_type="long"):
     """Both sides' sorts on columns in one task, as the row sorts give, the first spilling."""
     def make():
         return left.keyBy("k").coGroup(right.keyBy("k")).window(EndOfStreamWindows.get()).apply(
-            per_key_sides, "k long, nl long, nr long, digest string")
+            per_key_sides, f"k {key_type}, nl long, nr long, digest string")
 
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
@@ -455,3 +526,16 @@ def test_cogroup_sides_with_strings_sort_by_columns(spark):
         (F.xxhash64(F.col("id") + 7) % 5000).alias("k"), F.col("id").alias("v"),
         F.unhex(F.hex(F.col("id") * 3)).alias("b"))
     _cogroup_in_one_partition(spark, left, right, 140_000, 300_000)
+
+
+def test_cogroup_by_a_string_key_sorts_both_sides_by_columns(spark):
+    # string keys sharing a 9-byte prefix (their 8-byte words all tie: the bytes order them) on
+    # both sides of a coGroup in one partition, the first side spilling on request as above
+    def side(n, salt):
+        h = F.xxhash64(F.col("id") + salt) % 5000
+        return spark.range(0, n, 1, 2).select(
+            F.format_string("customer-%d", h).alias("k"), F.col("id").alias("v"),
+            F.when(F.col("id") % 13 == 0, None).otherwise(F.col("id") * 3).alias("w"))
+
+    _cogroup_in_one_partition(spark, side(200_000, 0), side(300_000, 7), 200_000, 300_000,
+                              key_type="string")

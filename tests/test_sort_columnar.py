@@ -9,9 +9,11 @@ with NaN, -0.0, infinities and the extremes of each type, on one, two and three 
 keep their input order; string and binary columns beside the keys (nulls, empty values, multi-byte
 UTF-8, a value larger than the sorter's 1 MiB byte page) are sorted on columns too, every
 fixed-width type and more than 64 columns beside them read back from the rows' UnsafeRow bytes,
-and rows a consumer keeps (copies) keep their values, while a string key keeps the row sort; the switch turns it off; a partition larger than the execution
+and rows a consumer keeps (copies) keep their values; string and binary keys (values past the
+8-byte prefix word, zero bytes, multi-byte UTF-8, with other keys) sort exactly and stably, a
+collated string key keeps the row sort; the switch turns it off; a partition larger than the execution
 memory is sorted in runs spilled to disk and merged, still exact and stable (with string and
-binary columns too, and under the keyed aggregate over the exchange's rows); and rows too wide for any run fall back to the row sorter, after runs
+binary columns and keys too, and under the keyed aggregate over the exchange's rows); and rows too wide for any run fall back to the row sorter, after runs
 holding strings when that is where memory ran out."""
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ import struct
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, ByteType, DateType, DoubleType, FloatType,
-                               IntegerType, LongType, ShortType, StructField, StructType,
-                               TimestampType)
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DoubleType,
+                               FloatType, IntegerType, LongType, ShortType, StringType,
+                               StructField, StructType, TimestampType)
 
 import fullwindow
 from conftest import get_session
@@ -237,8 +239,100 @@ def test_string_and_binary_columns_sort_on_columns(spark, data, tmp_path):
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.columnarSorts"] == df.rdd.getNumPartitions(), m
     assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
-    # a string key keeps the row sort (only the keys must be fixed-width)
-    assert_like_native(df, [("str", "desc")], columnar=False)
+    # string and binary keys sort on columns too (test_string_and_binary_keys_like_native)
+    assert_like_native(df, [("str", "desc")])
+
+
+STR_SCHEMA = StructType([
+    StructField("id", LongType(), False),
+    StructField("short", StringType()),   # at most 8 bytes: the prefix word is the value
+    StructField("long", StringType()),    # 9 to 45 bytes sharing prefixes of 9 to 33 bytes
+    StructField("few", StringType()),     # 5 long values: runs of equal keys
+    StructField("bin", BinaryType()),     # zero bytes inside and at the end
+    StructField("l", LongType()),         # full range with nulls: words in two packs
+])
+_PAD = ["", "a", "ab", "ab\x00", "ab\x00\x00", "\x00", "\u00e9", "\u00e9\u65e5", "\uffff",
+        "\U0001f600", "zzzzzzzz", "zzzzzzzzz", "zzzzzzz\x00"]
+
+
+def _str_value(rnd: random.Random, col: str, rid: int):
+    if rnd.random() < 0.08:
+        return None
+    if col == "short":
+        return rnd.choice(_PAD) if rnd.random() < 0.4 else "".join(
+            rnd.choice("aAbz\u00e9") for _ in range(rnd.randint(0, 8 - 2)))
+    if col == "long":
+        r = rnd.random()
+        if r < 0.2:
+            return rnd.choice(_PAD) + "x" * rnd.randint(0, 9)
+        stem = rnd.choice(["customer-", "customer_", "customer-\u00e9", "custome",
+                           "https://example.com/\u00e9/items/"])  # ties past 3 words
+        return stem + str(rnd.randint(0, 10 ** rnd.randint(0, 12))) + "\x00" * rnd.randint(0, 1)
+    if col == "few":
+        return rnd.choice(["region-north-00", "region-north-001", "region-north-0",
+                           "region-south", "r\u00e9gion-est-00000000"])
+    if col == "bin":
+        return bytes(rnd.choice([0, 1, 255, 0x61]) for _ in range(rnd.randint(0, 12)))
+    r = rnd.random()
+    return rnd.choice([LMIN, LMAX, 0]) if r < 0.1 else rnd.randint(-3, 3)
+
+
+@pytest.fixture(scope="module")
+def str_keys(spark, tmp_path_factory):
+    rnd = random.Random(7)
+    cols = STR_SCHEMA.fieldNames()[1:]
+    parts = [[(p * 2000 + j, *[_str_value(rnd, c, j) for c in cols]) for j in range(2000)]
+             for p in range(3)]
+    return _parquet(spark, str(tmp_path_factory.mktemp("columnar") / "strkeys"), parts, STR_SCHEMA)
+
+
+@pytest.mark.parametrize("spec", [
+    [("short", "asc")], [("short", "desc_nulls_first")],
+    [("long", "asc")], [("long", "desc")], [("long", "asc_nulls_last")],
+    [("bin", "asc")], [("bin", "desc_nulls_first")],
+    [("few", "desc"), ("long", "asc")],          # two string keys, ties on the first
+    [("l", "asc_nulls_last"), ("long", "desc")],  # after a long key: the words in two packs
+    [("long", "desc"), ("l", "asc")],
+    [("few", "asc"), ("bin", "desc"), ("short", "asc_nulls_last")],
+])
+def test_string_and_binary_keys_like_native(str_keys, spec):
+    # the prefix word (a value's first 8 bytes) sorts, rows whose words tie but whose values differ
+    # past them (longer values, values ending in zero bytes) are sorted by their bytes: the order
+    # is exactly sortWithinPartitions' (binary order of UTF-8, unsigned bytes)
+    ours = assert_like_native(str_keys, spec)
+    m = fullwindow.operator_metrics(ours)
+    assert m["FullWindowSortPartition.columnarSorts"] == str_keys.rdd.getNumPartitions(), m
+
+
+def test_equal_string_keys_keep_input_order(str_keys):
+    # rows of equal long keys are sorted by their bytes among rows whose prefixes tie, stably
+    read = partitions(str_keys)
+    for spec in ([("few", "asc")], [("few", "desc"), ("short", "asc")]):
+        ours = str_keys.fullWindowPartition().sortPartition(_columns(spec, tie_break=False))
+        assert "columnar=true" in executed_plan(ours)
+        for part, before in zip(partitions(ours), read):
+            position = {r[0]: i for i, r in enumerate(before)}
+            by_key: dict = {}
+            keys = [tuple(r[STR_SCHEMA.fieldNames().index(c)] for c, _ in spec) for r in part]
+            for key, r in zip(keys, part):
+                by_key.setdefault(key, []).append(position[r[0]])
+            assert len(by_key) > 4
+            for positions in by_key.values():
+                assert positions == sorted(positions), spec
+
+
+@pytest.mark.skipif(not hasattr(F, "collate"), reason="this Spark line has no collations")
+def test_collated_string_key_keeps_the_row_sort(spark, tmp_path):
+    # a collation that does not order by bytes (UTF8_LCASE: 'B' between 'a' and 'c') keeps
+    # Spark's sorter, which orders by the collation
+    path = str(tmp_path / "lcase")
+    spark.createDataFrame([(i, s) for i, s in enumerate(["c", "B", "a", "A", "b", "C"])],
+                          "id long, s string").select(
+        "id", F.collate("s", "UTF8_LCASE").alias("s")).coalesce(1).write.parquet(path)
+    df = spark.read.parquet(path)
+    assert "UTF8_LCASE" in df.schema["s"].dataType.simpleString().upper()
+    ours = assert_like_native(df, [("s", "asc")], columnar=False)
+    assert [r.s.lower() for r in ours.collect()] == ["a", "a", "b", "b", "c", "c"]
 
 
 def test_every_column_type_beside_strings(spark, data, tmp_path):
@@ -425,6 +519,25 @@ def test_keyed_aggregate_of_strings_across_runs(small_memory, tmp_path):
         spark.conf.unset(KEY)
         spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
     assert len(got[0]) > 5900 and got[0] == got[1]
+
+
+def test_string_keys_across_runs(small_memory, tmp_path):
+    # 200,000 rows a partition keyed by strings sharing a 9-byte prefix (their words tie, their
+    # bytes decide), more than a task's share: runs on disk merged by the keys' bytes
+    spark, _ = small_memory
+    path = str(tmp_path / "str_key_runs")
+    spark.range(0, 400_000, 1, 2).select(
+        "id",
+        F.when(F.col("id") % 23 == 0, None)
+        .otherwise(F.format_string("customer-%d", F.abs(F.xxhash64("id")) % 100_000)).alias("s"),
+        (F.col("id") % 5).alias("m"),
+    ).write.parquet(path)
+    df = spark.read.parquet(path)
+    for spec in ([("s", "desc")], [("m", "asc"), ("s", "asc_nulls_last")]):
+        ours = assert_like_native(df, spec)
+        m = fullwindow.operator_metrics(ours)
+        assert m["FullWindowSortPartition.columnarRuns"] >= 2, m
+        assert m["FullWindowSortPartition.rowSortFallbacks"] == 0, m
 
 
 def test_equal_keys_keep_input_order_across_runs(small_memory):

@@ -87,6 +87,7 @@ ORDERS = {
     "k_desc_nulls_last_v": lambda: [F.col("k").desc_nulls_last(), F.col("v")],
     "i_nulls_last_x_desc_v": lambda: [F.col("i").asc_nulls_last(), F.col("x").desc(), F.col("v")],
     "k_desc_v": lambda: [("k", Order.DESCENDING), ("v", Order.ASCENDING)],
+    "s_desc_v": lambda: [F.col("s").desc(), F.col("v")],  # a string key
 }
 
 

@@ -34,8 +34,9 @@ from fullwindow import EndOfStreamWindows
 
 from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality_long,
                              parquet_input, random_long, run_noop)
-from benchmarks.natives import (WIDE_COGROUP_ARROW, cogroup_natives, keyed_arrow_natives,
-                                keyed_pandas_natives, keyed_row_natives, payload_length)
+from benchmarks.natives import (WIDE_COGROUP_ARROW, cogroup_natives, count_sum_arrow,
+                                count_sum_schema, keyed_arrow_natives, keyed_pandas_natives,
+                                keyed_row_natives, payload_length)
 from benchmarks.registry import CASES, Case, Scale, register
 
 GROUP = "keyed"
@@ -80,7 +81,7 @@ def _ours_map(df):
 
 
 def _native_map(df):
-    run_noop(df.groupBy("k").applyInPandas(count_sum_pd, _COUNT_SUM_SCHEMA))
+    run_noop(df.groupBy("k").applyInPandas(count_sum_pd, count_sum_schema(df)))
 
 
 _MAP_DESC = ("keyBy('k').fullWindowPartition().mapPartition(f) vs groupBy('k').applyInPandas(g); "
@@ -122,22 +123,24 @@ _map_case("keyed_map_partition_few_keys", FEW_KEYS)
 # comparison for vectorizable per-key work is fullwindow's vectorized form: the key's records
 # as a stream of Arrow batches, summed with pyarrow.compute.
 
-_COUNT_SUM_ARROW = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("s", pa.float64())])
+_COUNT_SUM_ARROW = count_sum_arrow(pa.int64())
+_COUNT_SUM_ARROW_STRING_KEY = count_sum_arrow(pa.string())
 
 
-def count_sum_arrow(key, batches):
+def count_sum_arrow_batches(key, batches):
     """fullwindow, vectorized: count and sum x batch by batch over the key's Arrow stream."""
     n = 0
     s = 0.0
     for b in batches:
         n += b.num_rows
         s += pc.sum(b.column("x")).as_py() or 0.0
-    yield pa.RecordBatch.from_pydict({"k": [key], "n": [n], "s": [s]}, schema=_COUNT_SUM_ARROW)
+    yield pa.RecordBatch.from_pydict({"k": [key], "n": [n], "s": [s]}, schema=(
+        _COUNT_SUM_ARROW_STRING_KEY if isinstance(key, str) else _COUNT_SUM_ARROW))
 
 
 def _ours_map_arrow(df):
-    run_noop(df.keyBy("k").fullWindowPartition().mapPartitionInArrow(count_sum_arrow,
-                                                                    _COUNT_SUM_SCHEMA))
+    run_noop(df.keyBy("k").fullWindowPartition().mapPartitionInArrow(count_sum_arrow_batches,
+                                                                    count_sum_schema(df)))
 
 
 def _arrow_case(name: str, keys: int, bar: float) -> None:
@@ -180,6 +183,24 @@ register(dataclasses.replace(
     bar_note="DESIGN's 10,000-key bar, here with a string column the row sorter carried before",
     settings={**CASES["keyed_map_partition_in_arrow"].settings,
               "columns": _MAP_SETTINGS["columns"] + ", p: 32-character string"}))
+
+
+def _columns_with_a_string_key(seed: int):
+    # the 10,000-key columns with k an id string 'customer-<n>' (every key's first 8 bytes the
+    # same: the columnar sort orders them by the bytes past those)
+    k, v, x = _columns(MANY_KEYS)(seed)
+    return [F.format_string("customer-%05d", low_cardinality_long(seed, MANY_KEYS)).alias("k"), v, x]
+
+
+register(dataclasses.replace(
+    CASES["keyed_map_partition_in_arrow"], name="keyed_map_partition_in_arrow_string_key",
+    description=CASES["keyed_map_partition_in_arrow"].description
+    + "; k a string id 'customer-<n>' (14 bytes)",
+    setup=lambda spark, scale: parquet_input(spark, scale, "keyed-k10000-string-key",
+                                             _columns_with_a_string_key),
+    bar_note="DESIGN's 10,000-key bar, here with a string key",
+    settings={**CASES["keyed_map_partition_in_arrow"].settings,
+              "columns": "k: 'customer-<n>' string key, v: random long, x: double in [0, 1000)"}))
 
 
 # ---- keyed mapPartitionInPandas vs applyInPandas --------------------------------------------

@@ -12,19 +12,21 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector
+import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 import org.apache.spark.storage.BlockId
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.array.LongArray
 import org.apache.spark.unsafe.memory.MemoryBlock
 import org.apache.spark.unsafe.types.UTF8String
-import org.apache.spark.util.collection.unsafe.sort.RadixSort
+import org.apache.spark.util.collection.Sorter
+import org.apache.spark.util.collection.unsafe.sort.{RadixSort, RecordPointerAndKeyPrefix, UnsafeSortDataFormat}
 
 /**
- * What the columnar sort of sortPartition handles (FullWindowColumnarSortExec): every key a
- * column of the input of a fixed-width primitive type; every other column of such a type or,
- * for sortPartition (not the keyed Python forms yet), a string or binary column (its bytes are
- * carried as they are).
+ * What the columnar sort handles (FullWindowColumnarSortExec, KeyedColumnarSort): every column
+ * of a fixed-width primitive type, a string or a binary type (its bytes carried as they are);
+ * every key a column of a fixed-width type, or of a binary or string type that orders by its
+ * bytes (not a collated string: SparkShims.ordersByBytes).
  */
 object ColumnarSort {
   // How a column is held (one long per value) and written back.
@@ -35,7 +37,8 @@ object ColumnarSort {
   final val Long64 = 4  // long, timestamp, timestamp_ntz, day-time interval
   final val Float32 = 5
   final val Double64 = 6
-  // Variable width (never a key): the row's bytes of each such column are held in byte pages
+  // Variable width: the row's bytes of each such column are held in byte pages (a key's first 8
+  // bytes in a chunk too, as its prefix word)
   final val Str = 7     // any StringType (collated ones too: the bytes are copied verbatim)
   final val Bin = 8
 
@@ -57,20 +60,22 @@ object ColumnarSort {
   }
 
   /**
-   * The column index of each key, when the columnar sort applies to `order` over `output`: keys
-   * of a fixed-width type, other columns too unless `varWidth` (string and binary columns allowed).
+   * The column index of each key, when the columnar sort applies to `order` over `output`: every
+   * column of a type it holds, every key a column of a fixed-width type or a string or binary one
+   * that orders by its bytes.
    */
-  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute],
-      varWidth: Boolean = false): Option[Array[Int]] = {
+  def keyColumns(order: Seq[SortOrder], output: Seq[Attribute]): Option[Array[Int]] = {
     val types = output.map(a => typeCode(a.dataType))
-    if (order.isEmpty || !types.forall(t => t >= 0 && (varWidth || !isVarWidth(t)))) return None
+    if (order.isEmpty || !types.forall(_ >= 0)) return None
     val idx = order.map { o =>
       o.child match {
         case a: Attribute => output.indexWhere(_.exprId == a.exprId)
         case _ => -1
       }
     }
-    if (idx.forall(i => i >= 0 && !isVarWidth(types(i)))) Some(idx.toArray) else None
+    if (idx.forall(i => i >= 0 && (!isVarWidth(types(i)) || SparkShims.ordersByBytes(output(i).dataType)))) {
+      Some(idx.toArray)
+    } else None
   }
 
   /**
@@ -84,6 +89,26 @@ object ColumnarSort {
     "columnarSorts" -> SQLMetrics.createMetric(sc, "partitions sorted by columns"),
     "rowSortFallbacks" -> SQLMetrics.createMetric(sc, "partitions that fell back to the row sorter"),
     "columnarRuns" -> SQLMetrics.createMetric(sc, "sorted runs spilled by columns"))
+
+  /**
+   * The chunk word of a string or binary key's value: its first 8 bytes big-endian (zero padded),
+   * Spark's prefix, flipped so that baseWord gives the prefix back as an unsigned word.
+   */
+  @inline def prefixWord(bytes: UTF8String): Long = bytes.getPrefix ^ Long.MinValue
+
+  /**
+   * Whether the prefix word tells `bytes` apart from every other value that passes this test: at
+   * most 8 bytes, the last one not zero (the zero padding then cannot hide a difference).
+   */
+  @inline def prefixIsValue(bytes: UTF8String): Boolean = {
+    val len = bytes.numBytes()
+    len == 0 || (len <= 8 && Platform.getByte(bytes.getBaseObject, bytes.getBaseOffset + len - 1) != 0)
+  }
+
+  /** Compares two string or binary values by their bytes, unsigned, as Spark orders them. */
+  @inline def compareBytes(xBase: AnyRef, xOffset: Long, xLength: Int, yBase: AnyRef, yOffset: Long,
+      yLength: Int): Int =
+    UTF8String.fromAddress(xBase, xOffset, xLength).compareTo(UTF8String.fromAddress(yBase, yOffset, yLength))
 
   /** Column `c` (not null) of `row` as the sorter holds it: one long (float bits as raw bits). */
   @inline def getWord(row: InternalRow, c: Int, t: Int): Long = (t: @annotation.switch) match {
@@ -256,7 +281,10 @@ object ColumnarSort {
  * words, least significant first; each pass is stable, so equal keys keep their input order.
  * The sorted rows are then written as UnsafeRows, gathering each column by row index.
  *
- * With string or binary columns (never keys) the rows are held row by row: each row's record
+ * A string or binary key's word is its prefix (its first 8 bytes); where rows' words are equal
+ * and such a key differs past them, sort() then orders those rows by the key's bytes (sortTies).
+ *
+ * With string or binary columns the rows are held row by row: each row's record
  * (its size, then the row laid out as an UnsafeRow of every column, keys too) lies in on-heap
  * byte pages of 1 MiB (a record larger than that in a page of its own), and a long a row gives
  * its page and offset; only the keys keep column chunks (to build the sort words). The pages are
@@ -340,7 +368,14 @@ final class ColumnarSorter(
     recFixed.indices.foreach(i => a(recFixed(i)) = i)
     a
   }
-  @inline private def inChunks(c: Int): Boolean = !isVarWidth(types(c)) && recFixedIndex(c) < 0
+  // a column held in long chunks: a fixed-width one outside the record, or a key (a string or
+  // binary key's chunk holds its prefix word)
+  @inline private def inChunks(c: Int): Boolean =
+    isKey(c) || (!isVarWidth(types(c)) && recFixedIndex(c) < 0)
+  // the string or binary keys (their indices in keyCols), and whether each has, since the columns
+  // were last released, had a value its prefix word does not tell apart (prefixIsValue)
+  private val varKeys: Array[Int] = keyCols.indices.filter(k => isVarWidth(types(keyCols(k)))).toArray
+  private val varKeyPastPrefix = new Array[Boolean](keyCols.length)
   // A record (with string or binary columns): an 8-byte header (the row's size in bytes), then
   // the row laid out as an UnsafeRow of every column (keys too): null bit set words, an 8-byte
   // slot per column (offset << 32 | size for a string or binary value, relative to the row's
@@ -361,7 +396,7 @@ final class ColumnarSorter(
   // what a chunk of rows reserves: a long per fixed-width value, one for the record's address,
   // the sort array's four longs
   private val chunkBytes: Long =
-    ChunkRows * ((numCols - numVar - recFixed.length) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
+    ChunkRows * ((0 until numCols).count(inChunks) * 8L + (if (numVar > 0) 8L else 0L) + 32L)
   // append's scratch: each row's record size and each string or binary column's lengths
   private var recSize = new Array[Int](0)
   private var recPage = new Array[Array[Byte]](0)
@@ -681,7 +716,12 @@ final class ColumnarSorter(
         nulls(c)(ch)(off) = true
         colHasNull(c) = true
       } else {
-        rowChunks(c)(off) = ColumnarSort.getWord(row, c, types(c))
+        val t = types(c)
+        rowChunks(c)(off) = if (!isVarWidth(t)) ColumnarSort.getWord(row, c, t) else {
+          val u = getBytes(row, c, t)
+          if (!prefixIsValue(u)) varKeyPastPrefix(keyCols.indexOf(c)) = true
+          prefixWord(u)
+        }
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
       }
       c += 1
@@ -772,7 +812,16 @@ final class ColumnarSorter(
           while (i < len) { dst(off + i) = java.lang.Float.floatToRawIntBits(v.getFloat(r + i)).toLong; i += 1 }
         case Double64 =>
           while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
-        case _ => // string or binary: copyRecords
+        case _ => // a string or binary key: its prefix word (its bytes go to the records)
+          val k = keyCols.indexOf(c)
+          while (i < len) {
+            if (!(hasNull && v.isNullAt(r + i))) {
+              val u = getBytes(v, r + i, t)
+              dst(off + i) = prefixWord(u)
+              if (!prefixIsValue(u)) varKeyPastPrefix(k) = true
+            }
+            i += 1
+          }
       }
       if (hasNull) {
         while (nulls(c).length <= ch) nulls(c) += null
@@ -920,14 +969,18 @@ final class ColumnarSorter(
     if (cur.nonEmpty) packs += cur
     val others = (0 until numCols).filterNot(keyCols.contains)
     keysInWord = packs.length <= 1 && keyCols.distinct.length == keyCols.length &&
-      keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64) &&
+      keyCols.forall(c => !colHasNull(c) && types(c) != Float32 && types(c) != Double64 &&
+        !isVarWidth(types(c))) &&
       all.forall(_.kind == 0)
     carry = allowCarry && keysInWord && others.length <= 1 && others.forall(c => !colHasNull(c)) &&
       numVar == 0
     // a record holds every column of its row, so the record carry needs no key in the word; with
     // more than one pass (addWord reads a row's keys by its index) the addresses come after
     recCarry = allowCarry && numVar > 0
-    val addrFirst = recCarry && packs.length <= 1
+    // rows whose string or binary keys tie on their words are sorted by their bytes after the
+    // radix passes (sortTies), which find them by row index
+    val ties = varKeys.exists(varKeyPastPrefix(_))
+    val addrFirst = recCarry && packs.length <= 1 && !ties
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
     var j = 0
@@ -952,10 +1005,185 @@ final class ColumnarSorter(
       }
       p += 1
     }
+    if (ties) sortTies(a, rows, packs.length <= 1 && varKeys.head == keyCols.length - 1)
     if (recCarry && !addrFirst) {
       j = 0
       while (j < rows) { a(2 * j) = recordAddr(a(2 * j)); j += 1 }
     }
+  }
+
+  /**
+   * After the radix passes, which order a string or binary key by its prefix word only: finds
+   * each run of sorted rows whose keys up to the first string or binary one (`firstVar`) have
+   * equal words (`wordIsKey`: the last pass's word, which then holds just those keys' words;
+   * else key by key) and orders it by the keys' bytes (refineTies). The sort slot's first long
+   * is each row's index; the sort array's free half is the scratch.
+   */
+  private def sortTies(a: Array[Long], rows: Int, wordIsKey: Boolean): Unit = {
+    val firstVar = varKeys.head
+    def sameWords(x: Int, y: Int): Boolean =
+      if (wordIsKey) a(2 * x + 1) == a(2 * y + 1)
+      else {
+        val rx = a(2 * x)
+        val ry = a(2 * y)
+        var k = 0
+        var same = true
+        while (same && k <= firstVar) {
+          val c = keyCols(k)
+          val nx = isNull(c, rx)
+          same = nx == isNull(c, ry) &&
+            (nx || baseWord(types(c), value(c, rx)) == baseWord(types(c), value(c, ry)))
+          k += 1
+        }
+        same
+      }
+    val ties = new Ties(a, rows)
+    var lo = 0
+    while (lo < rows) {
+      var hi = lo + 1
+      while (hi < rows && sameWords(lo, hi)) hi += 1
+      if (hi - lo > 1) ties.refine(lo, hi, 1)
+      lo = hi
+    }
+  }
+
+  /**
+   * Orders runs of the sort array `a` (of `rows` rows, sorted) whose rows tie on every key before
+   * the first string or binary key and on that key's first 8 x `depth` bytes. A run of more than
+   * SmallRun rows whose key is not null is radix-sorted (Spark's RadixSort, stable, in the array's
+   * free half) by the key's next 8 bytes, and each run of equal such words again, one depth
+   * further, until the key's values end; what is left (small runs, runs the key's values end in
+   * with zero bytes or different lengths, later string keys that tie past their words) is sorted
+   * by every key, those by their bytes, with Spark's TimSort (stable) where the keys' bytes
+   * differ. Equal keys keep their order throughout.
+   */
+  private final class Ties(a: Array[Long], rows: Int) {
+    private val SmallRun = 32
+    private val k0 = varKeys.head
+    private val c0 = keyCols(k0)
+    private val desc0 = keyDesc(k0)
+    private val laterVar = varKeys.length > 1
+    private val la = new LongArray(MemoryBlock.fromLongArray(a))
+    private val tim = new Sorter(new UnsafeSortDataFormat(
+      new LongArray(new MemoryBlock(a, Platform.LONG_ARRAY_OFFSET + 16L * rows, 16L * rows))))
+    private val byKeys = new java.util.Comparator[RecordPointerAndKeyPrefix] {
+      override def compare(x: RecordPointerAndKeyPrefix, y: RecordPointerAndKeyPrefix): Int =
+        compareRecordKeys(recordAddr(x.recordPointer), recordAddr(y.recordPointer))
+    }
+
+    def refine(lo: Int, hi: Int, depth: Int): Unit = {
+      val m = hi - lo
+      if (m <= SmallRun || isNull(c0, a(2 * lo))) { sortIfDiffer(lo, hi); return }
+      // the key's bytes [8 x depth, 8 x depth + 8) of each row as an unsigned word (zero padded,
+      // flipped when descending) beside its index, sorted in the free half; a run of more than
+      // half the rows, whose scratch the free half cannot hold, is sorted where it is, the rows
+      // after it moved up to the free half's end meanwhile
+      val from = 8 * depth
+      val inPlace = 4L * m > 2L * rows
+      val tmp = if (inPlace) 2 * lo else 2 * rows
+      if (inPlace) System.arraycopy(a, 2 * hi, a, 2 * rows + 2 * hi, 2 * (rows - hi))
+      var maxLen = 0
+      var zeroEnd = false
+      var i = 0
+      while (i < m) {
+        val row = a(2 * (lo + i))
+        val addr = recordAddr(row)
+        val page = recPageOf(addr)
+        val at = recRowOf(addr)
+        val slot = recSlot(page, at, c0)
+        val len = slot.toInt
+        val bytes = at + (slot >>> 32)
+        var w = 0L
+        val rest = len - from
+        if (rest >= 8) {
+          w = Platform.getLong(page, bytes + from)
+          if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN) {
+            w = java.lang.Long.reverseBytes(w)
+          }
+        } else {
+          var b = 0
+          while (b < rest) {
+            w |= (Platform.getByte(page, bytes + from + b) & 0xffL) << (56 - 8 * b)
+            b += 1
+          }
+        }
+        if (len > maxLen) maxLen = len
+        if (len > 0 && Platform.getByte(page, bytes + len - 1) == 0) zeroEnd = true
+        a(tmp + 2 * i) = row
+        a(tmp + 2 * i + 1) = if (desc0) ~w else w
+        i += 1
+      }
+      val at = RadixSort.sortKeyPrefixArray(la, tmp, m, 0, 7, false, false).toInt
+      if (at != 2 * lo) System.arraycopy(a, at, a, 2 * lo, 2 * m)
+      if (inPlace) System.arraycopy(a, 2 * rows + 2 * hi, a, 2 * hi, 2 * (rows - hi))
+      // values that end within these bytes and end in no zero byte are equal when their words
+      // are (as prefixIsValue); others go one depth further, or to the comparison sort
+      val ended = maxLen <= from + 8
+      if (ended && !zeroEnd && !laterVar) return
+      var s = lo
+      while (s < hi) {
+        var e = s + 1
+        while (e < hi && a(2 * e + 1) == a(2 * s + 1)) e += 1
+        if (e - s > 1) { if (ended) sortIfDiffer(s, e) else refine(s, e, depth + 1) }
+        s = e
+      }
+    }
+
+    /** Sorts rows [lo, hi) by every key with TimSort where their string or binary keys differ. */
+    private def sortIfDiffer(lo: Int, hi: Int): Unit = {
+      var differ = false
+      var j = lo + 1
+      while (!differ && j < hi) { differ = !sameBytes(a(2 * lo), a(2 * j)); j += 1 }
+      if (differ) tim.sort(la, lo, hi, byKeys)
+    }
+
+    /** Whether the rows at indices `x` and `y` have the same string and binary keys. */
+    private def sameBytes(x: Long, y: Long): Boolean = {
+      val xa = recordAddr(x)
+      val ya = recordAddr(y)
+      varKeys.forall { k =>
+        val c = keyCols(k)
+        val nx = isNull(c, x)
+        nx == isNull(c, y) && (nx || compareBytes(recPageOf(xa), recRowOf(xa) + (recSlot(xa, c) >>> 32),
+          recSlot(xa, c).toInt, recPageOf(ya), recRowOf(ya) + (recSlot(ya, c) >>> 32),
+          recSlot(ya, c).toInt) == 0)
+      }
+    }
+  }
+
+  @inline private def recPageOf(addr: Long): Array[Byte] = pages((addr >>> 32).toInt)
+  // the record's row (past its header) in its page, as Platform addresses it
+  @inline private def recRowOf(addr: Long): Long = Platform.BYTE_ARRAY_OFFSET + (addr & 0xffffffffL) + RecHeader
+  @inline private def recSlot(addr: Long, c: Int): Long = recSlot(recPageOf(addr), recRowOf(addr), c)
+
+  /** Compares the keys of two records (at addresses `x` and `y`) as the sort orders them. */
+  private def compareRecordKeys(x: Long, y: Long): Int = {
+    val xPage = recPageOf(x)
+    val xRow = recRowOf(x)
+    val yPage = recPageOf(y)
+    val yRow = recRowOf(y)
+    var k = 0
+    while (k < keyCols.length) {
+      val c = keyCols(k)
+      val t = types(c)
+      val nx = recIsNull(xPage, xRow, c)
+      val ny = recIsNull(yPage, yRow, c)
+      if (nx || ny) {
+        if (!(nx && ny)) return if (nx == keyNullsFirst(k)) -1 else 1
+      } else {
+        val cmp = if (isVarWidth(t)) {
+          val xs = recSlot(xPage, xRow, c)
+          val ys = recSlot(yPage, yRow, c)
+          compareBytes(xPage, xRow + (xs >>> 32), xs.toInt, yPage, yRow + (ys >>> 32), ys.toInt)
+        } else {
+          java.lang.Long.compareUnsigned(baseWord(t, recWord(xPage, xRow, c)),
+            baseWord(t, recWord(yPage, yRow, c)))
+        }
+        if (cmp != 0) return if (keyDesc(k)) -cmp else cmp
+      }
+      k += 1
+    }
+    0
   }
 
   /**
@@ -1236,7 +1464,10 @@ final class ColumnarSorter(
         if (!(nx && ny)) return if (nx == keyNullsFirst(k)) -1 else 1
       } else {
         val t = types(c)
-        val cmp = java.lang.Long.compareUnsigned(baseWord(t, x.value(c)), baseWord(t, y.value(c)))
+        val cmp = if (isVarWidth(t)) {
+          compareBytes(x.bytesBase(c), x.bytesOffset(c), x.bytesLength(c), y.bytesBase(c),
+            y.bytesOffset(c), y.bytesLength(c))
+        } else java.lang.Long.compareUnsigned(baseWord(t, x.value(c)), baseWord(t, y.value(c)))
         if (cmp != 0) return if (keyDesc(k)) -cmp else cmp
       }
       k += 1
@@ -1459,6 +1690,7 @@ final class ColumnarSorter(
     pagePos = PageBytes
     numChunks = 0
     java.util.Arrays.fill(colHasNull, false)
+    java.util.Arrays.fill(varKeyPastPrefix, false)
     sortArray = null
     java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
     rowChunk = -1

@@ -19,8 +19,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * child) or rows (a row child, such as the exchange) are copied into columns and sorted by
  * (key word, row index) with Spark's RadixSort, then written out as UnsafeRows (ColumnarSorter;
  * with string or binary columns each row is held as an UnsafeRow's bytes, pointed at on output).
- * Only for keys that are columns of fixed-width primitive types, and other columns of such
- * types, strings or binary (ColumnarSort.keyColumns). With `spillOnRequest` (a coGroup side,
+ * Only for keys that are columns of fixed-width primitive types, binary or strings ordered by
+ * their bytes, and other columns of such types (ColumnarSort.keyColumns). With `spillOnRequest` (a coGroup side,
  * whose sorted rows are held while the other side sorts) no carry layout is used, so that the
  * rows not read yet can be written to disk when another consumer of the task needs memory
  * (ColumnarSorter.spill). When the task's memory manager refuses more memory,
@@ -54,7 +54,7 @@ case class FullWindowColumnarSortExec(
   // lazy: Spark copies the node with its expressions rewritten (a canonicalized copy for
   // exchange reuse and plan fingerprints names no column), which must not fail; only a node
   // that runs needs them
-  private lazy val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output, varWidth = true).getOrElse(
+  private lazy val keyCols: Array[Int] = ColumnarSort.keyColumns(sortOrder, output).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $sortOrder over $output"))
   private lazy val types: Array[Int] = output.map(a => ColumnarSort.typeCode(a.dataType)).toArray
 

@@ -63,14 +63,14 @@ case class FullWindowKeyedPythonExec(
 object KeyedPython {
   /**
    * Whether a keyed Python node sorts by columns: `spark.fullwindow.sort.columnar.enabled`, every
-   * column of `input` and key of `order` qualify (ColumnarSort.keyColumns: fixed-width keys,
-   * string and binary columns beside them), and the Arrow batches are bounded in rows
+   * column of `input` and key of `order` qualify (ColumnarSort.keyColumns: fixed-width, binary or
+   * byte-ordered string keys, any of these types beside them), and the Arrow batches are bounded in rows
    * (PythonArrowEval.batchRows).
    */
   def columnarSort(order: Seq[SortOrder], input: Seq[Attribute], pandas: Boolean,
       conf: SQLConf): Boolean =
     FullWindowConf.columnarSortEnabled(conf) &&
-      ColumnarSort.keyColumns(order, input, varWidth = true).isDefined &&
+      ColumnarSort.keyColumns(order, input).isDefined &&
       PythonArrowEval.batchRows(conf, pandas, ColumnarSort.schemaOf(input)) > 0
 
   /**

@@ -61,8 +61,7 @@ abstract class ColumnarArrowInput(output: Seq[Attribute], maxBatchBytes: Long) e
  * each partition's rows, as they come from the exchange, are appended to a ColumnarSorter (the
  * only step per row), sorted by `order` with Spark's RadixSort (runs on disk when memory is
  * refused, the row sorter when it is refused with nothing held, as for sortPartition), and read
- * out as [[ArrowChunks]]. Keys are fixed-width columns; the other columns may be strings or
- * binary too.
+ * out as [[ArrowChunks]]. Keys and columns as ColumnarSort.keyColumns takes them.
  */
 final case class KeyedColumnarSort(
     order: Seq[SortOrder],
@@ -72,7 +71,7 @@ final case class KeyedColumnarSort(
     maxBatchBytes: Long,
     metrics: Map[String, SQLMetric]) extends ColumnarArrowInput(output, maxBatchBytes) {
 
-  private val keyCols = ColumnarSort.keyColumns(order, output, varWidth = true).getOrElse(
+  private val keyCols = ColumnarSort.keyColumns(order, output).getOrElse(
     throw new IllegalStateException(s"no columnar sort by $order over $output"))
 
   override protected def sorted(rows: Iterator[InternalRow]): Either[ColumnarSorter, Iterator[InternalRow]] =

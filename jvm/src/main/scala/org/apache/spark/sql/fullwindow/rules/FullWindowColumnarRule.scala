@@ -9,7 +9,7 @@ import org.apache.spark.sql.fullwindow.execution.{ColumnarSort, FullWindowAggreg
  * Puts the columnar sort (FullWindowColumnarSortExec) in place of sortPartition's row sort over
  * Spark's own ColumnarToRowExec, once transitions are inserted and before whole-stage code
  * generation, when `spark.fullwindow.sort.columnar.enabled` (default true) and every column and
- * key qualifies (ColumnarSort.keyColumns: fixed-width keys; string and binary columns allowed);
+ * key qualifies (ColumnarSort.keyColumns: fixed-width, binary or byte-ordered string keys);
  * likewise in place of the SortExec EnsureRequirements puts under a FullWindowAggregate with keys
  * (the keyed `aggregate(*columns)`) and under each side of a FullWindowCoGroup (there without
  * the carry layouts: the side sorted first must be able to give its memory back while the
@@ -28,7 +28,7 @@ object FullWindowColumnarRule extends ColumnarRule {
       if (!FullWindowConf.columnarSortEnabled(conf)) plan
       else plan.transformUp {
         case s: FullWindowSortPartitionExec if sparksOwn(s.child) && s.child.children.head.supportsColumnar &&
-            ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth = true).isDefined =>
+            ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
           FullWindowColumnarSortExec(s.sortOrder, s.child.children.head)
         case s: FullWindowColumnarSortExec if sparksOwn(s.child) =>
           s.copy(child = s.child.children.head)
@@ -46,7 +46,7 @@ object FullWindowColumnarRule extends ColumnarRule {
     /** The columnar sort in place of a local SortExec whose columns and keys qualify. */
     private def byColumns(plan: SparkPlan, spillOnRequest: Boolean): SparkPlan = plan match {
       case s: SortExec if !s.global &&
-          ColumnarSort.keyColumns(s.sortOrder, s.output, varWidth = true).isDefined =>
+          ColumnarSort.keyColumns(s.sortOrder, s.output).isDefined =>
         val input = if (sparksOwn(s.child) && s.child.children.head.supportsColumnar) {
           s.child.children.head
         } else s.child

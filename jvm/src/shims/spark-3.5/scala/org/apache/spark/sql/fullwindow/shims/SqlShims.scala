@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{BinaryType, DataType, StringType}
 
 /** SQL API calls, Spark 3.5: one Dataset and session class (no `sql.classic` package). */
 trait SqlShims {
@@ -32,4 +33,10 @@ trait SqlShims {
   def arrowMaxBytesPerBatch(conf: SQLConf): Long = Long.MaxValue
 
   val ArrowMaxBytesPerBatchKey: String = "spark.sql.execution.arrow.maxBytesPerBatch"
+
+  /** Whether values of `dt` (a string or binary type) order as their bytes do: 3.5 has no collations. */
+  def ordersByBytes(dt: DataType): Boolean = dt match {
+    case _: StringType | BinaryType => true
+    case _ => false
+  }
 }

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{BinaryType, DataType, StringType}
 
 /** SQL API calls, Spark 4.x: the classic (JVM) Dataset and session live in `sql.classic`. */
 trait SqlShims {
@@ -31,4 +32,14 @@ trait SqlShims {
   def arrowMaxBytesPerBatch(conf: SQLConf): Long = conf.arrowMaxBytesPerBatch
 
   val ArrowMaxBytesPerBatchKey: String = SQLConf.ARROW_EXECUTION_MAX_BYTES_PER_BATCH.key
+
+  /**
+   * Whether values of `dt` (a string or binary type) order as their bytes do: binary, and strings
+   * whose collation orders by bytes without trimming (UTF8_BINARY); other collations do not.
+   */
+  def ordersByBytes(dt: DataType): Boolean = dt match {
+    case s: StringType => s.supportsBinaryOrdering && !s.usesTrimCollation
+    case BinaryType => true
+    case _ => false
+  }
 }
