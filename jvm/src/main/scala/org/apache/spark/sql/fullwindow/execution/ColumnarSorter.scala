@@ -1016,7 +1016,7 @@ final class ColumnarSorter(
    * After the radix passes, which order a string or binary key by its prefix word only: finds
    * each run of sorted rows whose keys up to the first string or binary one (`firstVar`) have
    * equal words (`wordIsKey`: the last pass's word, which then holds just those keys' words;
-   * else key by key) and orders it by the keys' bytes (refineTies). The sort slot's first long
+   * else key by key) and orders it by the keys' bytes (Ties.refine). The sort slot's first long
    * is each row's index; the sort array's free half is the scratch.
    */
   private def sortTies(a: Array[Long], rows: Int, wordIsKey: Boolean): Unit = {
