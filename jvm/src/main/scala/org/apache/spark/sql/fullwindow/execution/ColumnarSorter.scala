@@ -372,10 +372,11 @@ final class ColumnarSorter(
   // binary key's chunk holds its prefix word)
   @inline private def inChunks(c: Int): Boolean =
     isKey(c) || (!isVarWidth(types(c)) && recFixedIndex(c) < 0)
-  // the string or binary keys (their indices in keyCols), and whether each has, since the columns
-  // were last released, had a value its prefix word does not tell apart (prefixIsValue)
+  // the string or binary keys (their indices in keyCols), and per column whether such a key has,
+  // since the columns were last released, had a value its prefix word does not tell apart
+  // (prefixIsValue)
   private val varKeys: Array[Int] = keyCols.indices.filter(k => isVarWidth(types(keyCols(k)))).toArray
-  private val varKeyPastPrefix = new Array[Boolean](keyCols.length)
+  private val pastPrefix = new Array[Boolean](numCols)
   // A record (with string or binary columns): an 8-byte header (the row's size in bytes), then
   // the row laid out as an UnsafeRow of every column (keys too): null bit set words, an 8-byte
   // slot per column (offset << 32 | size for a string or binary value, relative to the row's
@@ -719,7 +720,7 @@ final class ColumnarSorter(
         val t = types(c)
         rowChunks(c)(off) = if (!isVarWidth(t)) ColumnarSort.getWord(row, c, t) else {
           val u = getBytes(row, c, t)
-          if (!prefixIsValue(u)) varKeyPastPrefix(keyCols.indexOf(c)) = true
+          if (!prefixIsValue(u)) pastPrefix(c) = true
           prefixWord(u)
         }
         if (colHasNull(c) && ch < nulls(c).length && nulls(c)(ch) != null) nulls(c)(ch)(off) = false
@@ -813,12 +814,11 @@ final class ColumnarSorter(
         case Double64 =>
           while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
         case _ => // a string or binary key: its prefix word (its bytes go to the records)
-          val k = keyCols.indexOf(c)
           while (i < len) {
             if (!(hasNull && v.isNullAt(r + i))) {
               val u = getBytes(v, r + i, t)
               dst(off + i) = prefixWord(u)
-              if (!prefixIsValue(u)) varKeyPastPrefix(k) = true
+              if (!prefixIsValue(u)) pastPrefix(c) = true
             }
             i += 1
           }
@@ -979,7 +979,7 @@ final class ColumnarSorter(
     recCarry = allowCarry && numVar > 0
     // rows whose string or binary keys tie on their words are sorted by their bytes after the
     // radix passes (sortTies), which find them by row index
-    val ties = varKeys.exists(varKeyPastPrefix(_))
+    val ties = varKeys.exists(k => pastPrefix(keyCols(k)))
     val addrFirst = recCarry && packs.length <= 1 && !ties
     carryPack = if (packs.isEmpty) Nil else packs.head
     carryPayload = if (others.isEmpty) -1 else others.head
@@ -1093,20 +1093,9 @@ final class ColumnarSorter(
         val slot = recSlot(page, at, c0)
         val len = slot.toInt
         val bytes = at + (slot >>> 32)
-        var w = 0L
+        // Spark's prefix of the bytes from there (big-endian, zero padded)
         val rest = len - from
-        if (rest >= 8) {
-          w = Platform.getLong(page, bytes + from)
-          if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN) {
-            w = java.lang.Long.reverseBytes(w)
-          }
-        } else {
-          var b = 0
-          while (b < rest) {
-            w |= (Platform.getByte(page, bytes + from + b) & 0xffL) << (56 - 8 * b)
-            b += 1
-          }
-        }
+        val w = if (rest <= 0) 0L else UTF8String.fromAddress(page, bytes + from, rest).getPrefix
         if (len > maxLen) maxLen = len
         if (len > 0 && Platform.getByte(page, bytes + len - 1) == 0) zeroEnd = true
         a(tmp + 2 * i) = row
@@ -1144,9 +1133,8 @@ final class ColumnarSorter(
       varKeys.forall { k =>
         val c = keyCols(k)
         val nx = isNull(c, x)
-        nx == isNull(c, y) && (nx || compareBytes(recPageOf(xa), recRowOf(xa) + (recSlot(xa, c) >>> 32),
-          recSlot(xa, c).toInt, recPageOf(ya), recRowOf(ya) + (recSlot(ya, c) >>> 32),
-          recSlot(ya, c).toInt) == 0)
+        nx == isNull(c, y) &&
+          (nx || compareRecordBytes(recPageOf(xa), recRowOf(xa), recPageOf(ya), recRowOf(ya), c) == 0)
       }
     }
   }
@@ -1154,7 +1142,14 @@ final class ColumnarSorter(
   @inline private def recPageOf(addr: Long): Array[Byte] = pages((addr >>> 32).toInt)
   // the record's row (past its header) in its page, as Platform addresses it
   @inline private def recRowOf(addr: Long): Long = Platform.BYTE_ARRAY_OFFSET + (addr & 0xffffffffL) + RecHeader
-  @inline private def recSlot(addr: Long, c: Int): Long = recSlot(recPageOf(addr), recRowOf(addr), c)
+
+  /** Compares column `c` (string or binary, not null) of two record rows by its bytes. */
+  @inline private def compareRecordBytes(xPage: AnyRef, xRow: Long, yPage: AnyRef, yRow: Long,
+      c: Int): Int = {
+    val xs = recSlot(xPage, xRow, c)
+    val ys = recSlot(yPage, yRow, c)
+    compareBytes(xPage, xRow + (xs >>> 32), xs.toInt, yPage, yRow + (ys >>> 32), ys.toInt)
+  }
 
   /** Compares the keys of two records (at addresses `x` and `y`) as the sort orders them. */
   private def compareRecordKeys(x: Long, y: Long): Int = {
@@ -1171,11 +1166,7 @@ final class ColumnarSorter(
       if (nx || ny) {
         if (!(nx && ny)) return if (nx == keyNullsFirst(k)) -1 else 1
       } else {
-        val cmp = if (isVarWidth(t)) {
-          val xs = recSlot(xPage, xRow, c)
-          val ys = recSlot(yPage, yRow, c)
-          compareBytes(xPage, xRow + (xs >>> 32), xs.toInt, yPage, yRow + (ys >>> 32), ys.toInt)
-        } else {
+        val cmp = if (isVarWidth(t)) compareRecordBytes(xPage, xRow, yPage, yRow, c) else {
           java.lang.Long.compareUnsigned(baseWord(t, recWord(xPage, xRow, c)),
             baseWord(t, recWord(yPage, yRow, c)))
         }
@@ -1690,7 +1681,7 @@ final class ColumnarSorter(
     pagePos = PageBytes
     numChunks = 0
     java.util.Arrays.fill(colHasNull, false)
-    java.util.Arrays.fill(varKeyPastPrefix, false)
+    java.util.Arrays.fill(pastPrefix, false)
     sortArray = null
     java.util.Arrays.fill(rowChunks.asInstanceOf[Array[AnyRef]], null)
     rowChunk = -1
