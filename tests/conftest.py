@@ -26,6 +26,12 @@ BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
 }
 
+# A session whose tasks get a few MB of execution memory each, for tests that force the sorters'
+# runs on disk. Execution may evict every block the block manager holds (storageFraction 0):
+# otherwise task results of a previous collect or broadcasts still held in memory take part of
+# a task's share, by timing, and a test that counts runs or row-sorter fallbacks would flake.
+SMALL_MEMORY = {"spark.memory.fraction": "0.01", "spark.memory.storageFraction": "0"}
+
 _current: dict = {"spark": None, "conf": None}
 
 

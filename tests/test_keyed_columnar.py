@@ -24,7 +24,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 import fullwindow
-from conftest import get_session
+from conftest import SMALL_MEMORY, get_session
 from fullwindow import AggregateFunction, EndOfStreamWindows
 from helpers import executed_plan
 from helpers import fixed_width_parquet as _write, with_strings as _with_strings
@@ -32,7 +32,6 @@ from helpers import fixed_width_parquet as _write, with_strings as _with_strings
 KEY = "spark.fullwindow.sort.columnar.enabled"
 # A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage: each
 # chunk of 65,536 rows reserves 65,536 x (8 x columns + 32) bytes.
-SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
 ROWS = 20_000
 BIG_ROWS = 600_000
 

@@ -29,7 +29,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Doub
                                StructField, StructType, TimestampType)
 
 import fullwindow
-from conftest import get_session
+from conftest import SMALL_MEMORY, get_session
 from fullwindow import Order
 from helpers import executed_plan, partitions
 
@@ -435,7 +435,6 @@ def test_narrow_inputs_like_native(narrow, columns, spec):
 
 
 # A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage.
-SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
 RUN_ROWS = 600_000
 
 

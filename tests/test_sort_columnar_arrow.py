@@ -31,7 +31,6 @@ from helpers import executed_plan, fixed_width_parquet, is_connect, with_strings
 KEY = "spark.fullwindow.sort.columnar.enabled"
 RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 # A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage
-SMALL_MEMORY = {"spark.memory.fraction": "0.01"}
 ROWS = 12_000
 BIG_ROWS = 600_000
 OUT = "p int, i int, n long, digest string"
@@ -93,7 +92,7 @@ ORDERS = {
 
 @pytest.fixture(scope="module")
 def spark():
-    from conftest import get_session  # the classic conftest's (tests/connect imports this module)
+    from conftest import SMALL_MEMORY, get_session  # the classic conftest's (tests/connect imports this module)
 
     s = get_session(SMALL_MEMORY)
     yield s
