@@ -291,6 +291,21 @@ def fixed_width_parquet(spark, path, n, keys, parts=3):
     return spark.read.parquet(path)
 
 
+def with_decimals(df, col="v"):
+    """`df` with decimal columns derived from `col`: d9 (decimal(9,2), which Spark's vectors hold
+    as an int) and d18 (decimal(18,4), as a long), with nulls, negatives, ties and each type's
+    extremes."""
+    h = F.xxhash64(col)
+    c = F.col(col)
+
+    def dec(t, top, value):
+        return (F.when(c % 29 == 0, None).when(c % 31 == 0, F.lit(f"-{top}").cast(t))
+                .when(c % 37 == 0, F.lit(top).cast(t)).otherwise(value.cast(t)))
+
+    return (df.withColumn("d9", dec("decimal(9,2)", "9999999.99", h % 2000 / 100))
+            .withColumn("d18", dec("decimal(18,4)", "99999999999999.9999", h % 10 ** 13 / 10_000)))
+
+
 def with_strings(df):
     """`df` with a string column s (nulls, empty, multi-byte, up to ~60 bytes) and a binary bin."""
     return df.withColumn("s", F.when(F.col("v") % 17 == 0, None).when(F.col("v") % 5 == 0, "")

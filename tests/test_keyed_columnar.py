@@ -27,7 +27,7 @@ import fullwindow
 from conftest import SMALL_MEMORY, get_session
 from fullwindow import AggregateFunction, EndOfStreamWindows
 from helpers import executed_plan
-from helpers import fixed_width_parquet as _write, with_strings as _with_strings
+from helpers import fixed_width_parquet as _write, with_decimals, with_strings as _with_strings
 
 KEY = "spark.fullwindow.sort.columnar.enabled"
 # A pool of (2 GiB heap - 300 MiB) x 0.01 = 17.5 MiB, shared by the 2 tasks of a stage: each
@@ -328,6 +328,30 @@ def test_string_and_binary_keys_sort_by_columns(spark, many, form, keys):
     assert _same(cols, rows) and sum(r[1] for r in cols) == ROWS and len(cols) >= 500
     m = fullwindow.operator_metrics(cdf)
     assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
+
+
+@pytest.mark.parametrize("keys", [["d9"], ["d18", "k"]])
+@pytest.mark.parametrize("form", sorted(KEYED_BY_STRINGS))
+def test_decimal_keys_and_columns_sort_by_columns(spark, many, tmp_path, form, keys):
+    # decimals of up to 18 digits as keys and beside them: held as their unscaled longs, sent as
+    # Arrow's decimal128; the same batches as the row sort. One of 20 digits keeps the Sort.
+    make, node = KEYED_BY_STRINGS[form]
+    path = str(tmp_path / "dec")
+    with_decimals(many).write.parquet(path)
+    df = spark.read.parquet(path)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        (cplan, cols, cdf), (rplan, rows, _) = _both(spark, lambda: make(df, keys))
+        wide = df.withColumn("w", F.col("d18").cast("decimal(20,2)"))
+        wplan = executed_plan(make(wide, keys))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert f"{node} " in cplan and "columnar=true" in cplan and "Sort [" not in cplan, cplan
+    assert "columnar=true" not in rplan and "Sort [" in rplan, rplan
+    assert _same(cols, rows) and sum(r[1] for r in cols) == ROWS and len(cols) >= 50
+    m = fullwindow.operator_metrics(cdf)
+    assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
+    assert "columnar=true" not in wplan and "Sort [" in wplan, wplan
 
 
 def test_aggregate_columns_by_a_string_key_sort_by_columns(spark, many):

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import Order
-from helpers import executed_plan, fixed_width_parquet, is_connect, with_strings
+from helpers import executed_plan, fixed_width_parquet, is_connect, with_decimals, with_strings
 
 KEY = "spark.fullwindow.sort.columnar.enabled"
 RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -198,6 +198,25 @@ def test_small_batches_with_strings(spark, data):
     finally:
         spark.conf.unset(RECORDS)
     assert max(r[2] for r in fed) == 64
+
+
+@pytest.mark.parametrize("strings", [False, True])
+@pytest.mark.parametrize("form", ["arrow", "pandas"])
+def test_decimal_columns(spark, fixed, data, tmp_path, form, strings):
+    # decimals of up to 18 digits go into the Arrow batches as decimal128 from their unscaled
+    # longs: gathered column by column (fixed-width rows) or row by row (beside strings)
+    call, node = FORMS[form]
+    path = str(tmp_path / "dec")
+    with_decimals(data if strings else fixed).write.parquet(path)
+    df = spark.read.parquet(path)
+    spark.conf.set(RECORDS, "64")
+    try:
+        for order in ([F.col("d9").desc(), "v"], [F.col("d18").asc_nulls_last(), "v"]):
+            fed, _ = _check(spark, lambda: call(
+                df.fullWindowPartition().sortPartition(order).fullWindowPartition()), node)
+            assert max(r[2] for r in fed) == 64
+    finally:
+        spark.conf.unset(RECORDS)
 
 
 def batch_string_bytes(batches):

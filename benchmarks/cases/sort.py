@@ -73,6 +73,17 @@ def _prefixed_key_columns(seed: int):
     return [F.concat(F.lit("customer-"), number.cast("string")).alias("k"), F.col("id").alias("v")]
 
 
+def _decimal_columns(seed: int):
+    """k an amount as decimal(18,2) (random, signed), a a decimal(9,2), v a long."""
+    amount = F.pmod(F.xxhash64(F.col("id"), F.lit(seed + 1)), F.lit(10 ** 8)) / 100
+    return [(random_long(seed) % 10 ** 15 / 100).cast("decimal(18,2)").alias("k"),
+            amount.cast("decimal(9,2)").alias("a"), F.col("id").alias("v")]
+
+
+def _setup_decimal_key(spark, scale):
+    return parquet_input(spark, scale, "decimal_key", _decimal_columns)
+
+
 def _setup_string_key(spark, scale):
     return parquet_input(spark, scale, "string_key", _string_key_columns)
 
@@ -181,6 +192,19 @@ for _name, _key, _setup, _about in (
         bar_note="a reference, not a DESIGN bar: string keys",
         settings={"columns": f"k: {_about}, v: long", "keys": "k ASC"},
     )
+
+# decimal keys and columns (up to 18 digits, held as their unscaled longs): a reference bar
+_sort_case(
+    name="sort_decimal_key",
+    description="sortPartition('k') vs sortWithinPartitions('k'); k a decimal(18,2) amount, plus a "
+                "decimal(9,2) and a long (columnar sort)",
+    setup=_setup_decimal_key, ours=_ours_one_key, native=_native_one_key,
+    bar=1.0, rows=5_000_000, partitions=4,
+    spark_conf=_IN_MEMORY_CONF,
+    bar_note="a reference, not a DESIGN bar: decimal keys",
+    settings={"columns": "k: decimal(18,2), a: decimal(9,2), v: long", "keys": "k ASC"},
+)
+
 
 def _sum_v(batches):
     """A cheap function: the sum of v per batch."""

@@ -41,6 +41,9 @@ object ColumnarSort {
   // bytes in a chunk too, as its prefix word)
   final val Str = 7     // any StringType (collated ones too: the bytes are copied verbatim)
   final val Bin = 8
+  // A decimal of at most 18 digits: its unscaled long, as an UnsafeRow holds it (the column's
+  // values share one scale, so they order as their unscaled longs do)
+  final val Dec64 = 9
 
   @inline def isVarWidth(t: Int): Boolean = t == Str || t == Bin
 
@@ -56,6 +59,7 @@ object ColumnarSort {
     case DoubleType => Double64
     case _: StringType => Str
     case BinaryType => Bin
+    case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS => Dec64
     case _ => -1
   }
 
@@ -110,13 +114,16 @@ object ColumnarSort {
       yLength: Int): Int =
     UTF8String.fromAddress(xBase, xOffset, xLength).compareTo(UTF8String.fromAddress(yBase, yOffset, yLength))
 
-  /** Column `c` (not null) of `row` as the sorter holds it: one long (float bits as raw bits). */
+  /**
+   * Column `c` (not null) of `row` as the sorter holds it: one long (float bits as raw bits). A
+   * row with a decimal column is an UnsafeRow (sortRows projects others), whose slot holds it.
+   */
   @inline def getWord(row: InternalRow, c: Int, t: Int): Long = (t: @annotation.switch) match {
     case Bool => if (row.getBoolean(c)) 1L else 0L
     case Byte8 => row.getByte(c).toLong
     case Short16 => row.getShort(c).toLong
     case Int32 => row.getInt(c).toLong
-    case Long64 => row.getLong(c)
+    case Long64 | Dec64 => row.getLong(c)
     case Float32 => java.lang.Float.floatToRawIntBits(row.getFloat(c)).toLong
     case _ => java.lang.Double.doubleToRawLongBits(row.getDouble(c))
   }
@@ -128,6 +135,17 @@ object ColumnarSort {
   @inline def getBytes(row: InternalRow, c: Int, t: Int): UTF8String =
     if (t == Str || row.isInstanceOf[UnsafeRow]) row.getUTF8String(c)
     else UTF8String.fromBytes(row.getBinary(c))
+
+  /**
+   * Decimal vector `v`'s (not null) value at `i` as its unscaled long: read as Spark's own
+   * writable vectors hold it (an int up to 9 digits, else a long), other vectors (ORC's, a
+   * source's own) through getDecimal.
+   */
+  @inline def decimalWord(v: ColumnVector, i: Int, dt: DecimalType): Long = v match {
+    case _: WritableColumnVector =>
+      if (dt.precision <= Decimal.MAX_INT_DIGITS) v.getInt(i).toLong else v.getLong(i)
+    case _ => v.getDecimal(i, dt.precision, dt.scale).toUnscaledLong
+  }
 
   /** Column `c` (not null, of type Str or Bin) of vector `v` at `i` as its bytes. */
   @inline def getBytes(v: ColumnVector, i: Int, t: Int): UTF8String =
@@ -240,7 +258,8 @@ object ColumnarSort {
 
   /**
    * sortPartition over rows (the exchange's, or any row child's): each row appended on its own;
-   * the row sorter of a fallback takes UnsafeRows as they come (others projected).
+   * the row sorter of a fallback takes UnsafeRows as they come (others projected; with a decimal
+   * column, before they are appended).
    */
   def sortRows(
       rows: Iterator[InternalRow],
@@ -260,7 +279,12 @@ object ColumnarSort {
       })
       1L
     }
-    sortPartition[InternalRow](rows, order, output, types, keyCols, radixSortEnabled,
+    // a decimal is read as the unscaled long in an UnsafeRow's slot (getWord): other rows projected
+    val in = if (!types.contains(Dec64)) rows else rows.map {
+      case u: UnsafeRow => u
+      case other => toRow(other)
+    }
+    sortPartition[InternalRow](in, order, output, types, keyCols, radixSortEnabled,
       packedPrefix, _.appendRow(_), _ => 1L, insert, metrics, allowCarry)
   }
 
@@ -813,6 +837,12 @@ final class ColumnarSorter(
           while (i < len) { dst(off + i) = java.lang.Float.floatToRawIntBits(v.getFloat(r + i)).toLong; i += 1 }
         case Double64 =>
           while (i < len) { dst(off + i) = java.lang.Double.doubleToRawLongBits(v.getDouble(r + i)); i += 1 }
+        case Dec64 =>
+          val dt = v.dataType.asInstanceOf[DecimalType]
+          while (i < len) {
+            if (!(hasNull && v.isNullAt(r + i))) dst(off + i) = decimalWord(v, r + i, dt)
+            i += 1
+          }
         case _ => // a string or binary key: its prefix word (its bytes go to the records)
           while (i < len) {
             if (!(hasNull && v.isNullAt(r + i))) {
@@ -855,6 +885,7 @@ final class ColumnarSorter(
     case Int32 => v.getInt(i).toLong
     case Long64 => v.getLong(i)
     case Float32 => java.lang.Float.floatToRawIntBits(v.getFloat(i)).toLong
+    case Dec64 => decimalWord(v, i, v.dataType.asInstanceOf[DecimalType])
     case _ => java.lang.Double.doubleToRawLongBits(v.getDouble(i))
   }
 
@@ -1488,7 +1519,7 @@ final class ColumnarSorter(
           case Byte8 => writer.write(c, v.toByte)
           case Short16 => writer.write(c, v.toShort)
           case Int32 => writer.write(c, v.toInt)
-          case Long64 => writer.write(c, v)
+          case Long64 | Dec64 => writer.write(c, v) // a decimal's slot is its unscaled long
           case Float32 => writer.write(c, java.lang.Float.intBitsToFloat(v.toInt))
           case Double64 => writer.write(c, java.lang.Double.longBitsToDouble(v))
         }

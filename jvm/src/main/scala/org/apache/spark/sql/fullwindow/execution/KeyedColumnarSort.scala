@@ -231,6 +231,7 @@ final class ArrowChunks(
         case Byte8 => while (i < rows) { Platform.putByte(null, at + i, words(i).toByte); i += 1 }
         case Short16 => while (i < rows) { Platform.putShort(null, at + 2L * i, words(i).toShort); i += 1 }
         case Int32 | Float32 => while (i < rows) { Platform.putInt(null, at + 4L * i, words(i).toInt); i += 1 }
+        case Dec64 => while (i < rows) { putDecimal128(at, i, words(i)); i += 1 }
         case _ => Platform.copyMemory(words, Platform.LONG_ARRAY_OFFSET, null, at, 8L * rows)
       }
       c += 1
@@ -282,6 +283,7 @@ final class ArrowChunks(
               case Byte8 => Platform.putByte(null, at + i, v.toByte)
               case Short16 => Platform.putShort(null, at + 2L * i, v.toShort)
               case Int32 | Float32 => Platform.putInt(null, at + 4L * i, v.toInt)
+              case Dec64 => putDecimal128(at, i, v)
               case _ => Platform.putLong(null, at + 8L * i, v)
             }
           }
@@ -294,6 +296,15 @@ final class ArrowChunks(
       ready = source.advance()
     }
     i
+  }
+
+  /**
+   * Value `i` of an Arrow decimal vector (128-bit two's complement, little-endian) at `at`: the
+   * unscaled long, its sign extended into the upper 8 bytes.
+   */
+  @inline private def putDecimal128(at: Long, i: Int, unscaled: Long): Unit = {
+    Platform.putLong(null, at + 16L * i, unscaled)
+    Platform.putLong(null, at + 16L * i + 8, unscaled >> 63)
   }
 
   /** Sets offset `i` of the string or binary column `c` (its vector `v`) to `at`. */
