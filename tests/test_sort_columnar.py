@@ -410,6 +410,17 @@ def test_decimal_columns_sort_on_columns(decimals, spec, strings):
     assert _canon(got) == _canon(want)
 
 
+def test_orc_input_sorts_on_columns(spark, decimals, tmp_path):
+    # the ORC vectorized reader's vectors are ORC's own (not Spark's writable ones): decimals are
+    # read through getDecimal, the rest as from any vector
+    plain, with_strings = decimals
+    path = str(tmp_path / "orc")
+    with_strings.drop("wide").write.orc(path)
+    df = spark.read.orc(path)
+    for spec in ([("d9", "desc")], [("d18", "asc_nulls_last"), ("l", "desc")], [("str", "asc")]):
+        assert_like_native(df, spec)
+
+
 def test_wide_decimal_keeps_the_row_sort(decimals):
     # a decimal of more than 18 digits is no long: a column of one keeps Spark's sorter
     plain, _ = decimals
