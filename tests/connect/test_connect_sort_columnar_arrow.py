@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import fixed_width_parquet, needs_connect_result_metrics, with_strings
+from pyspark.sql import functions as F
+
+from helpers import fixed_width_parquet, needs_connect_result_metrics, with_decimals, with_strings
 from test_sort_columnar_arrow import FORMS, ORDERS, ROWS, _check
 
 
@@ -30,5 +32,18 @@ def test_same_batches_as_the_row_path(spark, data, form, order):
                                         .fullWindowPartition()), node)
     # the feed ran: the sort node filled every batch the Python form got
     assert sum(r[2] for r in fed) == ROWS
+    assert m["FullWindowSortPartition.arrowBatches"] == len(fed) >= 2, m
+    assert m["FullWindowSortPartition.columnarSorts"] >= 1, m
+
+
+@needs_connect_result_metrics()
+def test_decimal_columns(spark, data, tmp_path):
+    # decimals of up to 18 digits beside strings: sorted on columns, sent as decimal128
+    path = str(tmp_path / "dec")
+    with_decimals(data).write.parquet(path)
+    df = spark.read.parquet(path)
+    call, node = FORMS["arrow"]
+    fed, m = _check(spark, lambda: call(df.fullWindowPartition().sortPartition(
+        [F.col("d18").desc(), "v"]).fullWindowPartition()), node)
     assert m["FullWindowSortPartition.arrowBatches"] == len(fed) >= 2, m
     assert m["FullWindowSortPartition.columnarSorts"] >= 1, m
