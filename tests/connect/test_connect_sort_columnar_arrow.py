@@ -6,7 +6,6 @@ cases stay classic."""
 from __future__ import annotations
 
 import pytest
-
 from pyspark.sql import functions as F
 
 from helpers import fixed_width_parquet, needs_connect_result_metrics, with_decimals, with_strings
