@@ -354,6 +354,21 @@ def test_decimal_keys_and_columns_sort_by_columns(spark, many, tmp_path, form, k
     assert "columnar=true" not in wplan and "Sort [" in wplan, wplan
 
 
+def test_aggregate_columns_by_a_decimal_key_sort_by_columns(spark, many, tmp_path):
+    path = str(tmp_path / "dec")
+    with_decimals(many).write.parquet(path)
+    df = spark.read.parquet(path)
+
+    def make():
+        return df.keyBy("d9").fullWindowPartition().aggregate(
+            F.count("*").alias("n"), F.sum("d18").alias("total"), F.max("d18").alias("hi"))
+
+    (cplan, cols, _), (rplan, rows, _) = _both(spark, make)
+    assert "FullWindowColumnarSort " in cplan and "Sort [" not in cplan, cplan
+    assert "Sort [d9#" in rplan and _same(cols, rows) and len(cols) > 100
+    assert sum(r[1] for r in cols) == ROWS
+
+
 def test_aggregate_columns_by_a_string_key_sort_by_columns(spark, many):
     df = _with_string_keys(many)
 
