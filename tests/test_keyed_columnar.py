@@ -311,13 +311,15 @@ KEYED_BY_STRINGS = {
 }
 
 
-@pytest.mark.parametrize("keys", [["sk"], ["bk"], ["sk2", "i"], ["b", "sk"]])
+@pytest.mark.parametrize("keys", [["sk"], ["bk"], ["sk2", "i"], ["b", "sk"], ["d9"], ["d18", "k"]])
 @pytest.mark.parametrize("form", sorted(KEYED_BY_STRINGS))
-def test_string_and_binary_keys_sort_by_columns(spark, many, form, keys):
+def test_string_binary_and_decimal_keys_sort_by_columns(spark, many, form, keys):
     # string and binary keys: the node sorts by columns (the keys' prefix words, ties broken by
-    # their bytes) and every key gets its rows, in the batches the row sort gives
+    # their bytes) and every key gets its rows, in the batches the row sort gives; decimals of
+    # up to 18 digits (keys, and columns beside the others) as their unscaled longs, sent as
+    # Arrow's decimal128
     make, node = KEYED_BY_STRINGS[form]
-    df = _with_string_keys(many)
+    df = with_decimals(_with_string_keys(many))
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
     try:
         (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(df, keys))
@@ -325,33 +327,17 @@ def test_string_and_binary_keys_sort_by_columns(spark, many, form, keys):
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     assert f"{node} " in cplan and "columnar=true" in cplan and "Sort [" not in cplan, cplan
     assert "columnar=true" not in rplan and "Sort [" in rplan, rplan
-    assert _same(cols, rows) and sum(r[1] for r in cols) == ROWS and len(cols) >= 500
-    m = fullwindow.operator_metrics(cdf)
-    assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
-
-
-@pytest.mark.parametrize("keys", [["d9"], ["d18", "k"]])
-@pytest.mark.parametrize("form", sorted(KEYED_BY_STRINGS))
-def test_decimal_keys_and_columns_sort_by_columns(spark, many, tmp_path, form, keys):
-    # decimals of up to 18 digits as keys and beside them: held as their unscaled longs, sent as
-    # Arrow's decimal128; the same batches as the row sort. One of 20 digits keeps the Sort.
-    make, node = KEYED_BY_STRINGS[form]
-    path = str(tmp_path / "dec")
-    with_decimals(many).write.parquet(path)
-    df = spark.read.parquet(path)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
-    try:
-        (cplan, cols, cdf), (rplan, rows, _) = _both(spark, lambda: make(df, keys))
-        wide = df.withColumn("w", F.col("d18").cast("decimal(20,2)"))
-        wplan = executed_plan(make(wide, keys))
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    assert f"{node} " in cplan and "columnar=true" in cplan and "Sort [" not in cplan, cplan
-    assert "columnar=true" not in rplan and "Sort [" in rplan, rplan
     assert _same(cols, rows) and sum(r[1] for r in cols) == ROWS and len(cols) >= 50
     m = fullwindow.operator_metrics(cdf)
     assert m[f"{node}.columnarSorts"] >= 1 and m[f"{node}.rowSortFallbacks"] == 0, m
-    assert "columnar=true" not in wplan and "Sort [" in wplan, wplan
+
+
+def test_wide_decimal_keeps_the_sort(spark, many):
+    # a decimal of more than 18 digits is no long: the keyed node keeps the Sort under it
+    make, _ = KEYED_BY_STRINGS["arrow"]
+    wide = with_decimals(many).withColumn("w", F.col("d18").cast("decimal(20,2)"))
+    plan = executed_plan(make(wide, ["d9"]))
+    assert "columnar=true" not in plan and "Sort [" in plan, plan
 
 
 def test_aggregate_columns_by_a_decimal_key_sort_by_columns(spark, many, tmp_path):

@@ -175,35 +175,25 @@ _sort_case(
               "keys": "k ASC"},
 )
 
-# string keys: no DESIGN bar (the issue names them a second step), a reference bar of 1.0x
-for _name, _key, _setup, _about in (
-        ("sort_string_key", "a string id of 16 hex digits (its first 8 bytes order most rows)",
-         _setup_string_key, "16 hex digits"),
-        ("sort_string_key_shared_prefix", "'customer-<n>', n below 10^7: every key's first 8 "
-         "bytes are the same, so the bytes past them order every row", _setup_prefixed_key,
-         "'customer-' + n < 10^7")):
+# string and decimal keys: no DESIGN bar (the issue names string keys a second step), a
+# reference bar of 1.0x
+for _name, _key, _setup, _columns, _note in (
+        ("sort_string_key", "k a string id of 16 hex digits (its first 8 bytes order most rows), "
+         "plus a long payload", _setup_string_key, "k: 16 hex digits, v: long", "string keys"),
+        ("sort_string_key_shared_prefix", "k 'customer-<n>', n below 10^7: every key's first 8 "
+         "bytes are the same, so the bytes past them order every row, plus a long payload",
+         _setup_prefixed_key, "k: 'customer-' + n < 10^7, v: long", "string keys"),
+        ("sort_decimal_key", "k a decimal(18,2) amount, plus a decimal(9,2) and a long",
+         _setup_decimal_key, "k: decimal(18,2), a: decimal(9,2), v: long", "decimal keys")):
     _sort_case(
         name=_name,
-        description=f"sortPartition('k') vs sortWithinPartitions('k'); k {_key}, plus a long "
-                    "payload (columnar sort)",
+        description=f"sortPartition('k') vs sortWithinPartitions('k'); {_key} (columnar sort)",
         setup=_setup, ours=_ours_one_key, native=_native_one_key,
         bar=1.0, rows=5_000_000, partitions=4,
         spark_conf=_IN_MEMORY_CONF,
-        bar_note="a reference, not a DESIGN bar: string keys",
-        settings={"columns": f"k: {_about}, v: long", "keys": "k ASC"},
+        bar_note=f"a reference, not a DESIGN bar: {_note}",
+        settings={"columns": _columns, "keys": "k ASC"},
     )
-
-# decimal keys and columns (up to 18 digits, held as their unscaled longs): a reference bar
-_sort_case(
-    name="sort_decimal_key",
-    description="sortPartition('k') vs sortWithinPartitions('k'); k a decimal(18,2) amount, plus a "
-                "decimal(9,2) and a long (columnar sort)",
-    setup=_setup_decimal_key, ours=_ours_one_key, native=_native_one_key,
-    bar=1.0, rows=5_000_000, partitions=4,
-    spark_conf=_IN_MEMORY_CONF,
-    bar_note="a reference, not a DESIGN bar: decimal keys",
-    settings={"columns": "k: decimal(18,2), a: decimal(9,2), v: long", "keys": "k ASC"},
-)
 
 
 def _sum_v(batches):
