@@ -272,18 +272,16 @@ object ColumnarSort {
       metrics: Map[String, SQLMetric],
       allowCarry: Boolean = true): Either[ColumnarSorter, Iterator[InternalRow]] = {
     val toRow = UnsafeProjection.create(output, output)
-    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
-      rowSorter.insertRow(r match {
-        case u: UnsafeRow => u
-        case other => toRow(other)
-      })
-      1L
-    }
-    // a decimal is read as the unscaled long in an UnsafeRow's slot (getWord): other rows projected
-    val in = if (!types.contains(Dec64)) rows else rows.map {
+    val unsafe = (r: InternalRow) => r match {
       case u: UnsafeRow => u
       case other => toRow(other)
     }
+    val insert = (r: InternalRow, rowSorter: FullWindowRowSorter) => {
+      rowSorter.insertRow(unsafe(r))
+      1L
+    }
+    // a decimal is read as the unscaled long in an UnsafeRow's slot (getWord): other rows projected
+    val in = if (!types.contains(Dec64)) rows else rows.map(unsafe)
     sortPartition[InternalRow](in, order, output, types, keyCols, radixSortEnabled,
       packedPrefix, _.appendRow(_), _ => 1L, insert, metrics, allowCarry)
   }
