@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from helpers import RecoveryJob, kill_when, parquet_rows
+from helpers import RecoveryJob, kill_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "tests", "recovery_writes_job.py")
@@ -28,7 +28,11 @@ class Job(RecoveryJob):
         return os.path.join(self.out, f"{i}-{kind}")
 
     def rows(self, i: int, kind: str) -> list[tuple]:
-        return parquet_rows(self.target(i, kind))
+        """(k, v) rows of write ``i`` (k from the directory names where it is partitioned)."""
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(self.target(i, kind))
+        return sorted(zip((int(k) for k in t.column("k").to_pylist()), t.column("v").to_pylist()))
 
     def ran(self, stage: str, run: str) -> list[int]:
         return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
