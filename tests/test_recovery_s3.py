@@ -308,7 +308,7 @@ def test_an_input_on_s3_that_changed_changes_the_fingerprint(spark, s3):
     file added to the input directory, or one rewritten, changes the fingerprint of the
     operation that reads it (and so nothing committed over the old input is reused); an
     unchanged directory read again keeps it."""
-    from fullwindow.recovery import _fingerprints
+    from fullwindow.recovery._jobs import _fingerprints
 
     base = f"{s3.bucket}/input-{uuid.uuid4().hex[:6]}"
     spark.range(0, 100, 1, 2).write.parquet(base)

@@ -74,6 +74,15 @@ def test_a_committed_append_is_not_written_again(tmp_path):
     assert job.ran("W1", "r3") == [] and job.ran("W2", "r3") == [] and job.ran("B", "r3") == []
     skipped = [e for e in job.events() if e["type"] == "writeSkipped"]
     assert {e["number"] for e in skipped} >= {1, 2}
+    # recovery status lists the writes: both committed, write 1 skipped twice, write 2 once
+    from fullwindow.recovery import status
+    from fullwindow.recovery._status import render
+
+    st = status(job.dir, job.name)
+    assert [(w["number"], w["sink"], w["state"], w["skipped"]) for w in st["writes"]] == [
+        (1, "files", "committed", 2), (2, "files", "committed", 1)]
+    assert st["writes"][0]["target"].endswith("1-append") and st["writes"][0]["mode"] == "Append"
+    assert "committed" in render(st) and "1-append (Append)" in render(st)
 
 
 def test_a_dead_runs_task_outputs_are_not_published(tmp_path):

@@ -99,7 +99,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for k, v in recovery.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
     from fullwindow.recovery._connect_runtime import install
 
     install(spark)
