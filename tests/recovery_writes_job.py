@@ -4,6 +4,7 @@
 RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state (unset: no
                        recovery, the reference run)
 OUT                    a directory holding every target (files, the warehouse, the metastore)
+TARGETS                where the file writes' targets go instead (a Hadoop URI: hdfs://, s3a://)
 MARKS, RUN             a directory where user functions leave one file per partition run, and
                        this run's name (part of each marker's name)
 SLOW                   seconds each partition of the second full-window step sleeps
@@ -102,7 +103,7 @@ def main():
 
     for i, kind in enumerate(writes, start=1):
         rows = marked(a if i == 1 else b, i)
-        target = os.path.join(out, f"{i}-{kind}")
+        target = f"{os.environ.get('TARGETS') or out}/{i}-{kind}"
         if kind == "append":
             rows.write.mode("append").parquet(target)
         elif kind == "overwrite":

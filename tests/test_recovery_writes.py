@@ -19,13 +19,16 @@ JOB = os.path.join(ROOT, "tests", "recovery_writes_job.py")
 class Job(RecoveryJob):
     script = JOB
 
+    #: where the file writes go (None: under ``out``); a Hadoop URI for HDFS or S3
+    targets: str | None = None
+
     def options(self, writes: str = "append,append", extra: str | None = None, **_) -> dict:
-        return {"WRITES": writes, "FW_EXTRA_CONF": extra}
+        return {"WRITES": writes, "FW_EXTRA_CONF": extra, "TARGETS": self.targets}
 
     def target(self, i: int, kind: str) -> str:
         if kind in ("saveAsTable", "insertInto", "sql", "ctas"):
             return os.path.join(self.out, "warehouse", f"t{i}")
-        return os.path.join(self.out, f"{i}-{kind}")
+        return f"{self.targets or self.out}/{i}-{kind}"
 
     def rows(self, i: int, kind: str) -> list[tuple]:
         """(k, v) rows of write ``i`` (k from the directory names where it is partitioned)."""
@@ -37,6 +40,10 @@ class Job(RecoveryJob):
     def ran(self, stage: str, run: str) -> list[int]:
         return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
                       if n.startswith(stage + "-") and n.split("-")[2] == run)
+
+    def read(self, spark, i: int, kind: str) -> list[tuple]:
+        """(k, v) rows of write ``i`` read with ``spark`` (a target on HDFS or S3)."""
+        return sorted((r.k, r.v) for r in spark.read.parquet(self.target(i, kind)).collect())
 
     def records(self) -> list[str]:
         d = os.path.join(self.dir, self.name, "writes")
@@ -56,18 +63,24 @@ def expected(i: int) -> list[tuple]:
     return A_ROWS if i == 1 else B_ROWS
 
 
+def kill_while_b_computes_then_resume(job: "Job", rows) -> None:
+    """Write 1 (append) committed, the driver killed while B computes; the resumed run skips
+    write 1 (nothing recomputed) and writes B once. ``rows(i)``: write i's rows."""
+    p = job.start("r1", slow=2.0, writes="append,append")
+    kill_when(p, lambda: bool(job.ran("B", "r1")))
+    assert rows(1) == A_ROWS
+    job.run("r2", writes="append,append")
+    assert rows(1) == A_ROWS
+    assert rows(2) == B_ROWS
+    assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
+
+
 def test_a_committed_append_is_not_written_again(tmp_path):
     """The issue's case: A is appended, the driver dies while B computes; the resumed run skips
     A's write (nothing recomputed) and writes B once."""
     job = Job(tmp_path, "appends")
-    p = job.start("r1", slow=2.0, writes="append,append")
-    kill_when(p, lambda: bool(job.ran("B", "r1")))
-    assert job.rows(1, "append") == A_ROWS
+    kill_while_b_computes_then_resume(job, lambda i: job.rows(i, "append"))
     assert any(r.startswith("1.") and r.endswith(".committed") for r in job.records())
-    job.run("r2", writes="append,append")
-    assert job.rows(1, "append") == A_ROWS
-    assert job.rows(2, "append") == B_ROWS
-    assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
     # a third run of the finished job writes nothing at all
     job.run("r3", writes="append,append")
     assert job.rows(1, "append") == A_ROWS and job.rows(2, "append") == B_ROWS

@@ -173,7 +173,7 @@ object RecoveredWrites extends Logging {
     val esc = FullWindowRecoveryListener.escape _
     FullWindowRecoveryListener.post(
       s"""{"type":"$kind","job":"${esc(w.jobDir)}","number":${w.number},""" +
-        s""""fingerprint":"${w.fingerprint}","id":"${esc(w.id)}","sink":"${sink.kind}",""" +
+        s""""writeFingerprint":"${w.fingerprint}","id":"${esc(w.id)}","sink":"${sink.kind}",""" +
         s""""target":"${esc(sink.target)}","mode":"${esc(sink.mode)}",""" +
         s""""reason":"${esc(reason)}"}""")
   }
