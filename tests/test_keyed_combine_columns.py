@@ -61,7 +61,8 @@ def combined(plan: str, key: str = "k") -> None:
     sort."""
     assert re.search(rf"FullWindowAggregate keys=\[{key}#\d+L?[,\]].*combined=true", plan), plan
     assert re.search(r"(Hash|ObjectHash|Sort)Aggregate\(keys=\[.*functions=\[partial_", plan), plan
-    assert re.search(r"(Hash|ObjectHash|Sort)Aggregate\(keys=\[.*functions=\[(?!partial_)", plan), plan
+    final = r"(Hash|ObjectHash|Sort)Aggregate\(keys=\[.*functions=\[(?!partial_)"
+    assert re.search(final, plan), plan
     assert len(re.findall(r"Exchange hashpartitioning", plan)) == 1, plan
     assert "FullWindowCombineInput" in plan and "Sort [" not in plan, plan
 
@@ -90,10 +91,11 @@ def test_every_builtin_equals_group_by(df):
 
 
 def test_several_keys(df):
-    out = df.keyBy("k", "j").fullWindowPartition().aggregate(F.sum("x").alias("s"),
-                                                            F.max("x").alias("hi"))
+    def cols():
+        return [F.sum("x").alias("s"), F.max("x").alias("hi")]
+    out = df.keyBy("k", "j").fullWindowPartition().aggregate(*cols())
     assert out.columns == ["k", "j", "s", "hi"]
-    assert rows(out) == rows(df.groupBy("k", "j").agg(F.sum("x").alias("s"), F.max("x").alias("hi")))
+    assert rows(out) == rows(df.groupBy("k", "j").agg(*cols()))
     plan = executed_plan(out)
     assert re.search(r"FullWindowAggregate keys=\[k#\d+L, j#\d+L\]", plan), plan
     assert len(re.findall(r"Exchange hashpartitioning\(k#\d+L, j#\d+L", plan)) == 1, plan
@@ -145,13 +147,15 @@ def test_metrics_rows_in_before_and_after_the_combine(df):
 
 
 def test_switched_off_keeps_the_per_partition_plan(df, no_combine):
-    cols = [F.count(F.lit(1)).alias("n"), F.sum("x").alias("s"), F.sort_array(F.collect_list("x"))]
+    cols = [F.count(F.lit(1)).alias("n"), F.sum("x").alias("s"),
+            F.sort_array(F.collect_list("x"))]
     out = df.keyBy("k").fullWindowPartition().aggregate(*cols)
     assert rows(out) == rows(df.groupBy("k").agg(*cols))
     plan = executed_plan(out)
     assert re.search(r"FullWindowAggregate perPartitionKeys=\[k#\d+L\]", plan), plan
     assert "partial_" not in plan and "FullWindowCombineInput" not in plan, plan
-    assert len(re.findall(r"Exchange hashpartitioning\(k#\d+L, \d+\), REPARTITION_BY_COL", plan)) == 1
+    exchange = r"Exchange hashpartitioning\(k#\d+L, \d+\), REPARTITION_BY_COL"
+    assert len(re.findall(exchange, plan)) == 1, plan
 
 
 def test_bad_switch_value(spark, df):
@@ -176,7 +180,7 @@ def test_what_cannot_be_split_is_refused_as_before(df, bad, message):
 
 def test_committed_then_recovered(spark, df, tmp_path):
     if is_connect(df):
-        pytest.skip("recovery over Connect runs in the server (tests/connect/test_connect_recovery.py)")
+        pytest.skip("recovery over Connect: tests/connect/test_connect_recovery.py")
     keys = {"spark.fullwindow.recovery.enabled": "true",
             "spark.fullwindow.recovery.dir": str(tmp_path),
             "spark.fullwindow.recovery.jobId": "combine",
@@ -191,7 +195,8 @@ def test_committed_then_recovered(spark, df, tmp_path):
                                                                  F.sum("x").alias("s"))
         first = make()
         want = rows(first)
-        assert want == rows(df.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("x").alias("s")))
+        native = df.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("x").alias("s"))
+        assert want == rows(native)
         plan = executed_plan(first)
         assert "FullWindowCommit" in plan, plan
         combined(plan)
