@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import ConfigurationError, EndOfStreamWindows, FullWindowValueError
-from helpers import executed_plan, is_connect, needs_connect_result_metrics
+from helpers import executed_plan, is_connect, needs_connect_result_metrics, session_conf
 
 COMBINE = "spark.fullwindow.combine.enabled"
 
@@ -31,9 +31,8 @@ def df(spark):
 
 @pytest.fixture()
 def no_combine(spark):
-    spark.conf.set(COMBINE, "false")
-    yield
-    spark.conf.unset(COMBINE)
+    with session_conf(spark, {COMBINE: "false"}):
+        yield
 
 
 ALL = [
@@ -159,14 +158,11 @@ def test_switched_off_keeps_the_per_partition_plan(df, no_combine):
 
 
 def test_bad_switch_value(spark, df):
-    spark.conf.set(COMBINE, "sometimes")
-    try:
+    with session_conf(spark, {COMBINE: "sometimes"}):
         with pytest.raises(ConfigurationError,
                            match=r"spark\.fullwindow\.combine\.enabled is 'sometimes'; expected "
                                  r"one of: true, false"):
             df.keyBy("k").fullWindowPartition().aggregate(F.sum("x"))
-    finally:
-        spark.conf.unset(COMBINE)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -181,31 +177,28 @@ def test_what_cannot_be_split_is_refused_as_before(df, bad, message):
 def test_committed_then_recovered(spark, df, tmp_path):
     if is_connect(df):
         pytest.skip("recovery over Connect: tests/connect/test_connect_recovery.py")
-    keys = {"spark.fullwindow.recovery.enabled": "true",
-            "spark.fullwindow.recovery.dir": str(tmp_path),
-            "spark.fullwindow.recovery.jobId": "combine",
-            "spark.fullwindow.eventStore.flushInterval": "100ms"}
-    for k, v in keys.items():
-        spark.conf.set(k, v)
-    try:
-        from fullwindow.recovery import _runtime
+    from fullwindow.recovery import _runtime
 
-        def make():
-            return df.keyBy("k").fullWindowPartition().aggregate(F.count(F.lit(1)).alias("n"),
-                                                                 F.sum("x").alias("s"))
-        first = make()
-        want = rows(first)
-        native = df.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("x").alias("s"))
-        assert want == rows(native)
-        plan = executed_plan(first)
-        assert "FullWindowCommit" in plan, plan
-        combined(plan)
-        fullwindow.recovery.flush(spark)
-        _runtime.close_job(str(tmp_path / "combine"))  # as if the driver started again
-        again = make()
-        assert "FullWindowRecoveredScan" in executed_plan(again)
-        assert rows(again) == want
-    finally:
-        fullwindow.recovery.cleanup(spark)
-        for k in keys:
-            spark.conf.unset(k)
+    def make():
+        return df.keyBy("k").fullWindowPartition().aggregate(F.count(F.lit(1)).alias("n"),
+                                                             F.sum("x").alias("s"))
+    recovery = {"spark.fullwindow.recovery.enabled": "true",
+                "spark.fullwindow.recovery.dir": str(tmp_path),
+                "spark.fullwindow.recovery.jobId": "combine",
+                "spark.fullwindow.eventStore.flushInterval": "100ms"}
+    with session_conf(spark, recovery):
+        try:
+            first = make()
+            want = rows(first)
+            native = df.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("x").alias("s"))
+            assert want == rows(native)
+            plan = executed_plan(first)
+            assert "FullWindowCommit" in plan, plan
+            combined(plan)
+            fullwindow.recovery.flush(spark)
+            _runtime.close_job(str(tmp_path / "combine"))  # as if the driver started again
+            again = make()
+            assert "FullWindowRecoveredScan" in executed_plan(again)
+            assert rows(again) == want
+        finally:
+            fullwindow.recovery.cleanup(spark)
