@@ -4,6 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, Descending, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LeafNode, LocalRelation, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
@@ -144,15 +145,27 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * per-partition aggregate, grouped by the keys too): every record crosses the exchange.
    */
   def keyedAggregate(df: Dataset[Row], keys: Array[String], columns: Array[Column]): Dataset[Row] = {
-    checkAggregateColumns("keyed aggregate", df, columns)
+    if (columns.isEmpty) checkAggregateColumns("keyed aggregate", df, columns)
     val combine = FullWindowConf.combineEnabled(df.sparkSession.sessionState.conf)
     val input = if (combine) df else keyedRepartition(df, keys)
     val keyCols = keyAttributes("keyed aggregate", input.logicalPlan, keys)
       .map(a => SparkShims.column(a))
     val marker = if (combine) FullWindowCombineKey() else FullWindowPartitionKey()
-    val agg = input.groupBy(keyCols :+ SparkShims.column(marker): _*)
-      .agg(columns.head, columns.tail.toIndexedSeq: _*).queryExecution.analyzed
     val n = keys.length
+    // One analysis, as groupBy().agg has: each column is checked on its own (one analysis
+    // each, for the error naming it) only when this one fails or a result is no aggregate.
+    val agg = try {
+      input.groupBy(keyCols :+ SparkShims.column(marker): _*)
+        .agg(columns.head, columns.tail.toIndexedSeq: _*).queryExecution.analyzed
+    } catch {
+      case e: org.apache.spark.sql.AnalysisException =>
+        checkAggregateColumns("keyed aggregate", df, columns)
+        throw e
+    }
+    agg match {
+      case a: Aggregate if a.aggregateExpressions.drop(n + 1).forall(AggregateExpression.containsAggregate) =>
+      case _ => checkAggregateColumns("keyed aggregate", df, columns)
+    }
     // the marker is a grouping key only, never a column of the result
     val plan = agg match {
       case a: Aggregate if combine =>
