@@ -60,9 +60,16 @@ def utc_date() -> str:
 
 def rotation(names: Sequence[str], r: int) -> list[str]:
     """The order of round ``r``: every variant goes first in turn (two variants: they
-    alternate)."""
-    shift = r % len(names) if names else 0
-    return list(names[shift:]) + list(names[:shift])
+    alternate). With three or more, the cycle runs backwards every other ``len(names)`` rounds:
+    a plain rotation keeps each variant's successor fixed (with ours, native and a floor,
+    ours would always run right after the floor's shuffle, whose files are still being
+    cleaned up and written back), so each variant follows each other one as often."""
+    if not names:
+        return []
+    n = len(names)
+    base = list(names) if n < 3 or (r // n) % 2 == 0 else list(reversed(names))
+    shift = r % n
+    return base[shift:] + base[:shift]
 
 
 def session(out_dir: str, app_name: str, conf: dict[str, str], master: str = "local[2]",

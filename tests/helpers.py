@@ -1,11 +1,12 @@
 """Assertions shared by the test modules."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +41,18 @@ def needs_connect_result_metrics(refused: bool = False):
     if refused:
         return pytest.mark.skipif(why is None, reason="this line's Connect client keeps metrics")
     return pytest.mark.skipif(why is not None, reason=f"not on this line: {why}")
+
+
+@contextlib.contextmanager
+def session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` set on ``spark``'s runtime conf for the block, unset after it."""
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
 
 
 def is_connect(df: DataFrame) -> bool:

@@ -162,9 +162,12 @@ def test_keyed_python_operations(df, call, pattern):
 def test_keyed_jvm_operations(df):
     texts = plans(df.keyBy("k").fullWindowPartition().sortPartition("v", Order.DESCENDING))
     both(texts, r"FullWindowSortPartition order=\[k{id} ASC NULLS FIRST, v{id} DESC NULLS LAST\]")
+    # combined: Spark's partial aggregation under the exchange, the final over it, both named
     texts = plans(df.keyBy("k").fullWindowPartition().aggregate(F.sum("v").alias("s")))
-    line(texts["physical"], r"FullWindowAggregate perPartitionKeys=\[k{id}\], functions=\[sum\(v{id}\)\], "
-                            r"output=\[k{id}, s{id}\]")
+    line(texts["physical"], r"FullWindowAggregate keys=\[k{id}\], functions=\[sum\(v{id}\)\], "
+                            r"output=\[k{id}, s{id}\], combined=true")
+    line(texts["physical"], r"HashAggregate\(keys=\[k{id}\], functions=\[partial_sum\(v{id}\)\]\)")
+    line(texts["physical"], r"FullWindowCombineInput keys=\[k{id}\]")
 
 
 def test_running_reduce_shows_its_order(spark, df):

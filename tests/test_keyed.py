@@ -349,7 +349,8 @@ def test_aggregate_columns_key_columns_first(df):
     assert got == [(k, sum(exp[k]), len(exp[k]), exp[k]) for k in range(KEYS)]
     plan = executed_plan(out)
     one_exchange_by(plan, "k")
-    assert "FullWindowAggregate" in plan and "HashAggregate" not in plan
+    # combined before the exchange (tests/test_keyed_combine_columns.py): partial, then final
+    assert "FullWindowAggregate" in plan and "partial_collect_list" in plan
 
 
 def test_aggregate_columns_several_keys(df):

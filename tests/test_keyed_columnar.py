@@ -207,7 +207,17 @@ def test_running_reduce_keeps_input_order(spark, many):
     assert _same(cols, rows) and len(cols) == ROWS
 
 
-def test_aggregate_columns_sort_by_columns(spark, many):
+@pytest.fixture()
+def per_partition_aggregate(spark):
+    """aggregate(*columns) as it plans with the combine switched off: every record exchanged by
+    key, sorted by it (by columns here), aggregated per partition (by default it combines
+    before the exchange and sorts nothing: tests/test_keyed_combine_columns.py)."""
+    spark.conf.set("spark.fullwindow.combine.enabled", "false")
+    yield
+    spark.conf.unset("spark.fullwindow.combine.enabled")
+
+
+def test_aggregate_columns_sort_by_columns(spark, many, per_partition_aggregate):
     # the keyed aggregate(*columns) runs Spark's aggregation iterator over rows sorted by key:
     # the columnar sort takes the place of the SortExec under it
     def make():
@@ -224,7 +234,7 @@ def test_aggregate_columns_sort_by_columns(spark, many):
     assert m["FullWindowColumnarSort.numInputRows"] == ROWS, m
 
 
-def test_aggregate_columns_with_a_string_column_sort_by_columns(spark, many):
+def test_aggregate_columns_with_a_string_column_sort_by_columns(spark, many, per_partition_aggregate):
     df = many.withColumn("s", F.when(F.col("v") % 7 == 0, None).otherwise(
         F.concat(F.lit("é"), F.col("v").cast("string"))))
 
@@ -340,7 +350,7 @@ def test_wide_decimal_keeps_the_sort(spark, many):
     assert "columnar=true" not in plan and "Sort [" in plan, plan
 
 
-def test_aggregate_columns_by_a_decimal_key_sort_by_columns(spark, many, tmp_path):
+def test_aggregate_columns_by_a_decimal_key_sort_by_columns(spark, many, tmp_path, per_partition_aggregate):
     path = str(tmp_path / "dec")
     with_decimals(many).write.parquet(path)
     df = spark.read.parquet(path)
@@ -355,7 +365,7 @@ def test_aggregate_columns_by_a_decimal_key_sort_by_columns(spark, many, tmp_pat
     assert sum(r[1] for r in cols) == ROWS
 
 
-def test_aggregate_columns_by_a_string_key_sort_by_columns(spark, many):
+def test_aggregate_columns_by_a_string_key_sort_by_columns(spark, many, per_partition_aggregate):
     df = _with_string_keys(many)
 
     def make():

@@ -287,11 +287,28 @@ class ConnectBackend(_Backend):
                 "run an action on it first (e.g. df.collect()): Spark Connect sends the plan's "
                 "metrics with the result of an action")
         out: dict[str, int] = {}
+
+        def add(key: str, value: Any) -> None:
+            out[key] = out.get(key, 0) + int(value)
+
+        nodes = {n.plan_id: n for n in collected._metrics}
         for node in collected._metrics:
-            if node.name.startswith("FullWindow") or node.name.startswith("KeyedRunning"):
+            if node.name == "FullWindowCombineInput":
+                # a keyed aggregate that combines, as the classic facade reports it: rows in
+                # before the combine, and after it (Spark's partial aggregation's rows out)
                 for m in node.metrics:
-                    key = f"{node.name}.{m.name}"
-                    out[key] = out.get(key, 0) + int(m.value)
+                    if m.name == "numInputRows":
+                        add("FullWindowAggregate.numInputRows", m.value)
+                partial = nodes.get(node.parent_plan_id)
+                while partial is not None and partial.name.startswith(
+                        ("WholeStageCodegen", "InputAdapter")):
+                    partial = nodes.get(partial.parent_plan_id)
+                for m in (partial.metrics if partial is not None else ()):
+                    if m.name == "numOutputRows":
+                        add("FullWindowAggregate.numCombinedRows", m.value)
+            elif node.name.startswith("FullWindow") or node.name.startswith("KeyedRunning"):
+                for m in node.metrics:
+                    add(f"{node.name}.{m.name}", m.value)
         return out
 
 

@@ -441,8 +441,10 @@ class KeyedPartitionWindowedDataFrame:
     def aggregate(self, *args: Any, schema: Union[StructType, str] | None = None) -> DataFrame:
         """Aggregates each key's records into one row: the key columns, then the aggregates.
 
-        With built-in aggregate ``Column``s, evaluated in the JVM (the input is hash-partitioned
-        by the key, then each partition aggregated per key; one exchange), or with a Python
+        With built-in aggregate ``Column``s, evaluated in the JVM and combined before the
+        exchange as ``groupBy(key).agg`` is (Spark's partial aggregation on each input
+        partition, one exchange by the key of the partial rows, the final aggregation after it;
+        ``spark.fullwindow.combine.enabled=false`` exchanges every record instead), or with a Python
         [`AggregateFunction`][fullwindow.AggregateFunction] and the schema of its result; the
         output is the key columns followed by the aggregates.
 

@@ -12,13 +12,23 @@ object FullWindowConf {
   /** Switch (default true) for the columnar sort of sortPartition over columnar input. */
   val ColumnarSortKey = "spark.fullwindow.sort.columnar.enabled"
 
-  /** Whether sortPartition over columnar input with primitive keys sorts columns (default). */
-  def columnarSortEnabled(conf: SQLConf): Boolean =
-    conf.getConfString(ColumnarSortKey, "true").trim.toLowerCase(Locale.ROOT) match {
+  /**
+   * Switch (default true): keyed aggregates and reduces combine before the exchange (partial
+   * results cross the shuffle); false: every record crosses it.
+   */
+  val CombineKey = "spark.fullwindow.combine.enabled"
+
+  def combineEnabled(conf: SQLConf): Boolean = booleanConf(conf, CombineKey)
+
+  private def booleanConf(conf: SQLConf, key: String): Boolean =
+    conf.getConfString(key, "true").trim.toLowerCase(Locale.ROOT) match {
       case "true" => true
       case "false" => false
-      case other => throw FullWindowErrors.badConf(ColumnarSortKey, other, "true, false")
+      case other => throw FullWindowErrors.badConf(key, other, "true, false")
     }
+
+  /** Whether sortPartition over columnar input with primitive keys sorts columns (default). */
+  def columnarSortEnabled(conf: SQLConf): Boolean = booleanConf(conf, ColumnarSortKey)
 
   object RuntimeMode extends Enumeration {
     val BATCH, STREAMING, AUTOMATIC = Value

@@ -4,15 +4,18 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, Descending, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LeafNode, LocalRelation, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
-import org.apache.spark.sql.fullwindow.execution.KeyedPython
+import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.fullwindow.execution.{FullWindowCombineInputExec, KeyedPython}
 import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, InputFingerprint, RecoveryFence}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.shims.SparkShims.{Dataset, SparkSession}
-import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCombineKey, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 
 /**
  * The one door from Python into the extension: Java-friendly arguments (arrays, strings,
@@ -130,21 +133,46 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   }
 
   /**
-   * Keyed aggregate with built-in aggregate columns, in the JVM: the input is hash-partitioned by
-   * the keys, then each partition is aggregated per key on its own (the per-partition aggregate,
-   * grouped by the keys too), so there is one row per key and one exchange. Output: the key
-   * columns, then the aggregates.
+   * Keyed aggregate with built-in aggregate columns, in the JVM. Output: the key columns, then
+   * the aggregates, one row per key.
+   *
+   * With `spark.fullwindow.combine.enabled` (the default) the aggregates combine before the
+   * exchange: the plan is an `Aggregate` grouped by the keys and [[FullWindowCombineKey]], which
+   * the planner turns into Spark's partial aggregation, the exchange by the keys and the final
+   * aggregation, as for `groupBy(keys).agg(...)` (every aggregate accepted here can be split:
+   * DISTINCT aggregates and pandas UDFs are refused at analysis). Switched off, the input is
+   * hash-partitioned by the keys and each partition aggregated per key on its own (the
+   * per-partition aggregate, grouped by the keys too): every record crosses the exchange.
    */
   def keyedAggregate(df: Dataset[Row], keys: Array[String], columns: Array[Column]): Dataset[Row] = {
-    checkAggregateColumns("keyed aggregate", df, columns)
-    val parted = keyedRepartition(df, keys)
-    val keyCols = keyAttributes("keyed aggregate", parted.logicalPlan, keys)
+    if (columns.isEmpty) checkAggregateColumns("keyed aggregate", df, columns)
+    val combine = FullWindowConf.combineEnabled(df.sparkSession.sessionState.conf)
+    val input = if (combine) df else keyedRepartition(df, keys)
+    val keyCols = keyAttributes("keyed aggregate", input.logicalPlan, keys)
       .map(a => SparkShims.column(a))
-    val grouping = keyCols :+ SparkShims.column(FullWindowPartitionKey())
-    val agg = parted.groupBy(grouping: _*).agg(columns.head, columns.tail.toIndexedSeq: _*)
-      .queryExecution.analyzed
+    val marker = if (combine) FullWindowCombineKey() else FullWindowPartitionKey()
     val n = keys.length
-    SparkShims.ofRows(df.sparkSession, Project(agg.output.take(n) ++ agg.output.drop(n + 1), agg))
+    // One analysis, as groupBy().agg has: each column is checked on its own (one analysis
+    // each, for the error naming it) only when this one fails or a result is no aggregate.
+    val agg = try {
+      input.groupBy(keyCols :+ SparkShims.column(marker): _*)
+        .agg(columns.head, columns.tail.toIndexedSeq: _*).queryExecution.analyzed
+    } catch {
+      case e: org.apache.spark.sql.AnalysisException =>
+        checkAggregateColumns("keyed aggregate", df, columns)
+        throw e
+    }
+    agg match {
+      case a: Aggregate if a.aggregateExpressions.drop(n + 1).forall(AggregateExpression.containsAggregate) =>
+      case _ => checkAggregateColumns("keyed aggregate", df, columns)
+    }
+    // the marker is a grouping key only, never a column of the result
+    val plan = agg match {
+      case a: Aggregate if combine =>
+        a.copy(aggregateExpressions = a.aggregateExpressions.take(n) ++ a.aggregateExpressions.drop(n + 1))
+      case _ => Project(agg.output.take(n) ++ agg.output.drop(n + 1), agg)
+    }
+    SparkShims.ofRows(df.sparkSession, plan)
   }
 
   /**
@@ -194,20 +222,35 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   /**
    * The SQL metrics of the full-window operators in the plan `df` last executed, as
-   * `"<node name>.<metric name>" -> value`, summed over nodes of the same name. Reads the final
-   * adaptive plan, so call it after an action on the same DataFrame.
+   * `"<node name>.<metric name>" -> value`, summed over nodes of the same name; a keyed
+   * aggregate that combines adds `FullWindowAggregate.numInputRows` (rows in, before the
+   * combine) and `FullWindowAggregate.numCombinedRows` (after it: what crossed the exchange).
+   * Reads the final adaptive plan, so call it after an action on the same DataFrame.
    */
   def operatorMetrics(df: Dataset[Row]): java.util.Map[String, java.lang.Long] = {
     val out = scala.collection.mutable.LinkedHashMap.empty[String, java.lang.Long]
-    foreach(df.queryExecution.executedPlan) { plan =>
-      if (plan.nodeName.startsWith("FullWindow") || plan.nodeName.startsWith("KeyedRunning")) {
-        plan.metrics.foreach { case (name, metric) =>
-          val key = s"${plan.nodeName}.$name"
-          out(key) = out.getOrElse(key, java.lang.Long.valueOf(0L)) + metric.value
-        }
-      }
+    def add(key: String, value: Long): Unit =
+      out(key) = out.getOrElse(key, java.lang.Long.valueOf(0L)) + value
+    foreach(df.queryExecution.executedPlan) {
+      // a keyed aggregate that combines: its rows in before the combine (counted under Spark's
+      // partial aggregation) and after it (the partial aggregation's rows out)
+      case c: FullWindowCombineInputExec =>
+        add("FullWindowAggregate.numInputRows", c.metrics("numInputRows").value)
+      case partial: BaseAggregateExec if stageChild(partial).isInstanceOf[FullWindowCombineInputExec] =>
+        add("FullWindowAggregate.numCombinedRows", partial.metrics("numOutputRows").value)
+      case plan if plan.nodeName.startsWith("FullWindow") || plan.nodeName.startsWith("KeyedRunning") =>
+        plan.metrics.foreach { case (name, metric) => add(s"${plan.nodeName}.$name", metric.value) }
+      case _ =>
     }
     out.asJava
+  }
+
+  /** `plan`'s child, past a whole-stage-codegen boundary. */
+  private def stageChild(plan: SparkPlan): SparkPlan = plan.children.headOption match {
+    case Some(w: WholeStageCodegenExec) => w.child
+    case Some(i: InputAdapter) => i.child
+    case Some(c) => c
+    case None => plan
   }
 
   // ---- recovery (FLIP-383); only called when spark.fullwindow.recovery.enabled is true --------

@@ -1,14 +1,15 @@
 package org.apache.spark.sql.fullwindow
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, AttributeSet, GreaterThan, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Alias, AttributeSet, GreaterThan, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Count}
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{FilterExec, SparkPlan, SparkStrategy}
-import org.apache.spark.sql.execution.aggregate.HashAggregateExec
+import org.apache.spark.sql.execution.aggregate.{AggUtils, HashAggregateExec}
 import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
-import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, KeyedPython, FullWindowSortPartitionExec}
-import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
+import org.apache.spark.sql.fullwindow.execution.{FullWindowAggregateExec, FullWindowAggregateOutputExec, FullWindowCombineInputExec, FullWindowKeyedAggregateExec, FullWindowCommitExec, FullWindowRecoveredScanExec, FullWindowCoGroupExec, FullWindowKeyedPythonExec, FullWindowPythonPartitionExec, KeyedPython, FullWindowSortPartitionExec}
+import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCombineKey, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.internal.SQLConf
 
@@ -38,6 +39,29 @@ object FullWindowStrategy extends SparkStrategy {
     case FullWindowCoGroup(leftKeys, rightKeys, func, pandas, output, left, right) =>
       FullWindowCoGroupExec(leftKeys, rightKeys, func, pandas, output, planLater(left),
         planLater(right)) :: Nil
+
+    // A keyed aggregate(*columns) that combines: planned as Spark plans groupBy(keys).agg(...)
+    // (partial aggregation, exchange by the keys, final aggregation), the marker dropped
+    case a: Aggregate if FullWindowAggregates.isKeyedCombine(a) => a match {
+      case PhysicalAggregation(grouping, aggregates, results, child) =>
+        val keys = grouping.filterNot(FullWindowCombineKey.contains)
+        // keyedAggregate leaves the marker out of the output; a plan that still outputs it
+        // keeps grouping by it (a constant: it splits no group)
+        val used = AttributeSet(results.flatMap(_.references))
+        val groupBy = grouping.filter(g => !FullWindowCombineKey.contains(g) || used.contains(g.toAttribute))
+        // what Spark's Aggregation strategy does before AggUtils: group by normalized floating
+        // point keys (-0.0 and 0.0, and all NaNs, are one group), keeping each key's id
+        val normalized = groupBy.map { k =>
+          NormalizeFloatingNumbers.normalize(k) match {
+            case n: NamedExpression => n
+            case other => Alias(other, k.name)(exprId = k.exprId)
+          }
+        }
+        val input = FullWindowCombineInputExec(keys.map(_.toAttribute), planLater(child))
+        val combined = AggUtils.planAggregateWithoutDistinct(normalized, aggregates, results, input)
+        combined.map(FullWindowKeyedAggregateExec(keys.map(_.toAttribute), aggregates, _)).toList
+      case _ => Nil
+    }
 
     // An aggregate grouped by the partition key: one window per partition (per user key).
     case a: Aggregate if FullWindowAggregates.isPerPartition(a) => a match {
@@ -82,4 +106,11 @@ object FullWindowAggregates {
   /** True for an Aggregate that fullwindow made per-partition (grouped by the partition key). */
   def isPerPartition(a: Aggregate): Boolean =
     a.groupingExpressions.exists(FullWindowPartitionKey.isKey)
+
+  /** True for a keyed aggregate(*columns) that combines before the exchange. */
+  def isKeyedCombine(a: Aggregate): Boolean =
+    a.groupingExpressions.exists(FullWindowCombineKey.isKey)
+
+  /** True for either kind of full-window aggregate. */
+  def isFullWindow(a: Aggregate): Boolean = isPerPartition(a) || isKeyedCombine(a)
 }

@@ -22,7 +22,7 @@ object ApplyFullWindowHint extends Rule[LogicalPlan] {
   }
 
   private def hasPlainAggregate(plan: LogicalPlan): Boolean = plan match {
-    case a: Aggregate => !FullWindowAggregates.isPerPartition(a)
+    case a: Aggregate => !FullWindowAggregates.isFullWindow(a)
     case p: Project => hasPlainAggregate(p.child)
     case f: Filter => hasPlainAggregate(f.child)
     case _ => false

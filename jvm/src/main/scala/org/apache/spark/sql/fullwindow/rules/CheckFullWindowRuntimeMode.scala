@@ -47,7 +47,7 @@ class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => 
   /** The user-facing operation a node is, if it is a full-window one. */
   private def operationOf(node: LogicalPlan): Option[String] = node match {
     case op: FullWindowOperator => Some(op.operationName)
-    case a: Aggregate if FullWindowAggregates.isPerPartition(a) => Some("aggregate")
+    case a: Aggregate if FullWindowAggregates.isFullWindow(a) => Some("aggregate")
     case _ => None
   }
 
