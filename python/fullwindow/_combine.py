@@ -252,6 +252,15 @@ def _map_side(batches, decoder, bound: Bound, depth: int, fold: Callable, flush:
     prefetch.finish()
 
 
+def _as_schema(columns: list, arrow_schema: Any) -> Any:
+    """Input columns passed through, as a batch of exactly ``arrow_schema`` (the partial
+    results' batches have it, and every batch of a task must: nullability included)."""
+    import pyarrow as pa
+
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, arrow_schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+
+
 def _key_changed(operation: str, key: Any, value: Any) -> FullWindowValueError:
     from fullwindow._worker import partition_id
 
@@ -266,7 +275,7 @@ def combine_reduce(func, in_schema: StructType, key_idx: list[int], encoder, dep
                    bound: Bound):
     """The map side of a keyed reduce: ``func`` folds each key's records of the partition into
     one row of the input schema."""
-    from fullwindow._worker import RowDecoder, _row_coercer, checked_batches
+    from fullwindow._worker import RowDecoder, _row_coercer
 
     operation = encoder.operation
     max_keys = bound.max_keys
@@ -304,7 +313,7 @@ def combine_reduce(func, in_schema: StructType, key_idx: list[int], encoder, dep
                 return 64 * len(row)
 
         yield from _map_side(batches, decoder, bound, depth, fold, flush, size_of,
-                             lambda batch: checked_batches(encoder, batch))
+                             lambda batch: [_as_schema(batch.columns, encoder.arrow_schema)])
     return run
 
 
@@ -339,7 +348,7 @@ def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, d
     """The map side of a keyed aggregate with ``merge``: ``add`` folds each key's records of the
     partition into one accumulator; the partial results are the key and the pickled
     accumulator, in the columns of :func:`partial_schema`."""
-    from fullwindow._worker import RowDecoder, checked_batches
+    from fullwindow._worker import RowDecoder
 
     operation = encoder.operation
     max_keys = bound.max_keys
@@ -347,7 +356,6 @@ def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, d
     n_in = len(in_schema.fields)
     keys = list(key_idx)
     dump = _dumper(operation)
-    names = encoder.schema.names
 
     def run(batches):
         firsts: dict = {}  # key -> its first record (the key's values as the user sees them)
@@ -385,9 +393,10 @@ def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, d
             return len(dump(k, acc))
 
         def pass_batch(batch):
+            import pyarrow as pa
+
             nulls = pa.nulls(batch.num_rows, pa.binary())
-            whole = pa.RecordBatch.from_arrays(list(batch.columns) + [nulls], names=names)
-            return checked_batches(encoder, whole)
+            return [_as_schema(list(batch.columns) + [nulls], encoder.arrow_schema)]
 
         yield from _map_side(batches, RowDecoder(in_schema), bound, depth, fold, flush, size_of,
                              pass_batch)
