@@ -6,9 +6,10 @@ folds the partition's records into one accumulator per key in a dict bounded in 
 (estimated) bytes: when the dict is full its partial results are handed on and it starts
 empty, so a heavy key never grows it and a partition with too many keys is combined in pieces.
 When a full dict shows that combining hardly reduces the records (more than
-``PASS_THROUGH_RATIO`` of them came out), the rest of the partition passes through as it came
-(the Arrow batches forwarded, not decoded), as Spark's partial aggregation stops when its hash
-map is full and reduces little. After the exchange (hash-partitioned and sorted by key, as every
+``PASS_THROUGH_RATIO`` of them came out), or the first ``EARLY_ROWS`` records nearly all had keys
+of their own, the rest of the partition passes through as it came (the Arrow batches forwarded,
+not decoded), as Spark's partial aggregation stops when its hash map is full and reduces
+little. After the exchange (hash-partitioned and sorted by key, as every
 keyed operation), ``merge`` / ``func`` combine each key's partial results.
 
 - reduce: the accumulator is a row of the input schema, so the partial results are rows of the
@@ -39,6 +40,10 @@ DEFAULT_MAX_BYTES = "64m"
 #: A full dict that let more than this share of the records it took out as partial results
 #: stops combining for the rest of the partition (records pass through).
 PASS_THROUGH_RATIO = 0.5
+#: Without waiting for the dict to fill: once this many records were read, a dict holding more
+#: than ``EARLY_RATIO`` keys per record (next to every key distinct so far) stops combining too.
+EARLY_ROWS = 20_000
+EARLY_RATIO = 0.95
 
 #: Accumulators pickled per input batch to estimate the dict's bytes (the oldest keys': a
 #: heavy key whose accumulator grows is among them).
@@ -207,13 +212,15 @@ def _map_side(batches, decoder, bound: Bound, depth: int, fold: Callable, flush:
     ``flush(table)`` encodes the table's partial results (and empties it); ``size_of(key,
     value)`` estimates a table entry's bytes; ``pass_batch(batch)`` is an input batch passed
     through, encoded. Once the table has been full, each batch ends with a look at how much
-    combining reduces: too little, and the rest of the partition passes through."""
+    combining reduces: too little, and the rest of the partition passes through (so too after
+    the first EARLY_ROWS records when nearly every one had a key of its own)."""
     from fullwindow._worker import Prefetcher
 
     switch = _Switch()
     table: dict = {}
     rows_in = 0
     rows_out = 0  # partial results handed on
+    early = True  # the early look (EARLY_ROWS) is still to come
     flushed: list = []  # the batches of the tables flushed while a batch was folded
 
     def decode(batch):
@@ -246,6 +253,10 @@ def _map_side(batches, decoder, bound: Bound, depth: int, fold: Callable, flush:
             was_full = True
         if (was_full or rows_out) and rows_out + len(table) > PASS_THROUGH_RATIO * rows_in:
             switch.passing = True
+        elif early and rows_in >= EARLY_ROWS:
+            early = False
+            switch.passing = len(table) > EARLY_RATIO * rows_in
+        if switch.passing:
             yield from flush_table()
     if table:
         yield from flush_table()
