@@ -329,3 +329,104 @@ def cogroup_natives() -> list[Native]:
             data[0].groupBy("k").cogroup(data[1].groupBy("k")).applyInArrow(
                 cogroup_tables, COGROUP_SCHEMA)), "FlatMapCoGroupsInArrow"))
     return out
+
+
+# ---- the keyed aggregate shape: per key (k, count, sum of x) by a Python aggregate ----------
+#
+# What a user would write for a per-key count and sum in Python with Spark's own APIs: grouped
+# aggregate UDFs (one per result column; Spark runs them in one Python pass per group) in every
+# form the line has, and the RDD API's aggregateByKey, which combines before the shuffle.
+
+def _aggregate_udfs():
+    """(name, build(df) -> the grouped aggregate) for each grouped aggregate UDF form this line
+    has. The series / array forms run two UDFs (n, s), which Spark evaluates in one Python pass
+    per group; the iterator forms allow one UDF per aggregate, so theirs returns a struct."""
+    from pyspark.sql.functions import pandas_udf
+
+    def two(n, s):
+        return lambda df: df.groupBy("k").agg(n("x").alias("n"), s("x").alias("s"))
+
+    def one(f):
+        return lambda df: df.groupBy("k").agg(f("x").alias("r")).select("k", "r.n", "r.s")
+
+    def pandas_n(v: pd.Series) -> int:
+        return len(v)
+
+    def pandas_s(v: pd.Series) -> float:
+        return float(v.sum())
+
+    forms = [("groupBy().agg(pandas_udf)",
+              two(pandas_udf("long")(pandas_n), pandas_udf("double")(pandas_s)))]
+    types = _eval_types()
+    if "SQL_GROUPED_AGG_PANDAS_ITER_UDF" in types:
+        def pandas_iter(it: Iterator[pd.Series]) -> dict:
+            n = 0
+            s = 0.0
+            for v in it:
+                n += len(v)
+                s += float(v.sum())
+            return {"n": n, "s": s}
+
+        forms.append(("groupBy().agg(pandas_udf, iterator)",
+                      one(pandas_udf("struct<n:long,s:double>")(pandas_iter))))
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:  # before 4.1
+        arrow_udf = None
+    if arrow_udf is not None and "SQL_GROUPED_AGG_ARROW_UDF" in types:
+        def arrow_n(v: pa.Array) -> int:
+            return len(v)
+
+        def arrow_s(v: pa.Array) -> float:
+            return pc.sum(v).as_py() or 0.0
+
+        forms.append(("groupBy().agg(arrow_udf)",
+                      two(arrow_udf("long")(arrow_n), arrow_udf("double")(arrow_s))))
+    if arrow_udf is not None and "SQL_GROUPED_AGG_ARROW_ITER_UDF" in types:
+        def arrow_iter(it: Iterator[pa.Array]) -> dict:
+            n = 0
+            s = 0.0
+            for v in it:
+                n += len(v)
+                s += pc.sum(v).as_py() or 0.0
+            return {"n": n, "s": s}
+
+        forms.append(("groupBy().agg(arrow_udf, iterator)",
+                      one(arrow_udf("struct<n:long,s:double>")(arrow_iter))))
+    return forms
+
+
+_AGG_NODE = "ArrowAggregatePython|AggregateInPandas"
+
+
+def keyed_aggregate_natives() -> list[Native]:
+    """The vectorized grouped aggregate forms: ``groupBy("k").agg(...)`` with pandas UDFs
+    (series and, 4.2+, iterator form) and Arrow UDFs (4.1+; iterator form 4.2+)."""
+    return [_form(name, build, _AGG_NODE) for name, build in _aggregate_udfs()]
+
+
+def count_sum_add(acc, row):
+    """The per-record step of the aggregate cases: count and sum x."""
+    return (acc[0] + 1, acc[1] + row.x)
+
+
+def count_sum_merge(a, b):
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def rdd_aggregate_by_key(df: DataFrame) -> int:
+    """``rdd.aggregateByKey`` with the same steps as the fullwindow AggregateFunction (add,
+    merge); it combines before the shuffle (combineByKey's map side). The count action runs
+    every stage (an RDD has no optimizer to skip work)."""
+    return (df.rdd.map(lambda r: (r.k, r))
+            .aggregateByKey((0, 0.0), count_sum_add, count_sum_merge).count())
+
+
+def reduce_last_plus(a, b):
+    """The reduce cases' function: keep the first two fields, add up the third (x)."""
+    return (a[0], a[1], a[2] + b[2])
+
+
+def rdd_reduce_by_key(df: DataFrame) -> int:
+    """``rdd.reduceByKey`` with the reduce cases' function over the records keyed by k."""
+    return df.rdd.map(lambda r: (r[0], r)).reduceByKey(reduce_last_plus).count()

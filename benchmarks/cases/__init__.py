@@ -3,6 +3,7 @@ from benchmarks.cases import sort  # noqa: F401
 from benchmarks.cases import partition  # noqa: F401
 from benchmarks.cases import keyed  # noqa: F401
 from benchmarks.cases import keyed_aggregate  # noqa: F401
+from benchmarks.cases import keyed_combine  # noqa: F401
 from benchmarks.registry import CASES, Case
 
 

@@ -45,6 +45,9 @@ OPERATION_SETTINGS: dict[str, Optional[str]] = {
     "spark.fullwindow.runtimeMode": "AUTOMATIC",
     "spark.fullwindow.processingTime.allow": None,
     "spark.fullwindow.processingTime.endOfInput": None,
+    "spark.fullwindow.combine.enabled": "true",
+    "spark.fullwindow.combine.maxKeys": None,
+    "spark.fullwindow.combine.maxBytes": None,
 }
 _SNAPSHOT: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar(
     "fullwindow_operation_settings", default=None)

@@ -44,11 +44,22 @@ except ImportError:  # pragma: no cover - CPython has had it since 3.8
         return property(lambda row: tuple.__getitem__(row, index), doc=doc)
 
 
+def _row_getitem(row: Any, item: Any, _get: Any = tuple.__getitem__) -> Any:
+    """``row[i]``: a position straight from the tuple; names (``row["k"]``) as Row reads them.
+    Row's own ``__getitem__`` goes through ``isinstance`` and ``super()`` for every position
+    read: 0.22 against 0.13 microseconds, and a reduce such as ``lambda a, b: (a[0], a[1],
+    a[2] + b[2])`` reads four per call."""
+    if type(item) is int:
+        return _get(row, item)
+    return Row.__getitem__(row, item)
+
+
 def _row_class(fields: list[str]) -> type:
     """A ``Row`` subclass for one schema: real ``pyspark.sql.Row`` instances (``r.name``, ``r[0]``,
     ``asDict()``, pickling), made with ``tuple.__new__`` and read through per-field descriptors
     (as a namedtuple's), so building and reading millions of them stays cheap."""
-    attrs: dict[str, Any] = {"__fields__": list(fields), "__slots__": ()}
+    attrs: dict[str, Any] = {"__fields__": list(fields), "__slots__": (),
+                             "__getitem__": _row_getitem}
     taken = set(dir(Row))
     for i, name in enumerate(fields):
         if name.isidentifier() and not keyword.iskeyword(name) and name not in taken \

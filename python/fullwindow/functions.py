@@ -16,9 +16,18 @@ class AggregateFunction(Generic[ACC]):
     """An aggregate over a full window, as Flink's ``AggregateFunction``.
 
     ``add`` returns the accumulator to use from then on, so immutable accumulators (numbers,
-    tuples) work; Flink's non-keyed aggregate ignores that value, ours does not. ``merge`` is
-    part of the protocol for functions written for Flink; a full window hands all its records to
-    one call, so fullwindow never needs to merge partial accumulators.
+    tuples) work; Flink's non-keyed aggregate ignores that value, ours does not.
+
+    ``merge(a, b)`` combines two partial accumulators into one. A keyed aggregate whose function
+    overrides it combines before the exchange, as Flink's DataSet combiners and Spark's
+    ``reduceByKey`` do: each input partition's records are added into one accumulator per key
+    inside the Python worker, the partial accumulators (pickled) cross the shuffle, and
+    ``merge`` combines them per key before ``get_result``. ``add`` and ``merge`` must then be
+    associative, and must not depend on the order of records: records and partial
+    accumulators reach them in no set order across input partitions. Accumulators must be
+    picklable. Without ``merge`` (or with ``spark.fullwindow.combine.enabled=false``) every
+    record crosses the exchange and one accumulator per key takes them all; a non-keyed
+    aggregate never merges (its window is the partition).
 
     Examples:
         >>> class Mean(AggregateFunction):

@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
+from fullwindow import _combine
 from fullwindow._backend import backend, conf_get
 from fullwindow._operation import jvm_errors
 from fullwindow._keys import _quote, _unsortable, resolve_sort_keys
@@ -120,6 +121,24 @@ def _keyed_python(df: DataFrame, keys: tuple[str, ...], operation: str, schema: 
     column = _udf_column(df, f"keyed {operation}", schema, make_runner, func)
     out = backend(df).keyed_python(df, operation, keys, column, pandas)
     return _recoverable(out, f"keyed {operation}", keys, func, extra)
+
+
+def _keyed_combined(df: DataFrame, keys: tuple[str, ...], operation: str, partial: StructType,
+                    make_combiner: Callable[[Any], Any], schema: StructType,
+                    make_merger: Callable[[Any], Any], func: Any) -> DataFrame:
+    """A keyed Python aggregate or reduce that combines before the exchange: the map side
+    (``make_combiner``, once per input partition, no exchange: partial results of schema
+    ``partial``), then the keyed operation over the partial results (``make_merger``, per key
+    after the exchange and sort, as :func:`_keyed_python`). Both steps name ``operation`` in
+    their errors; the plan shows the map side as FullWindowKeyed<Operation>Combine."""
+    label = f"keyed {operation}"
+    be = backend(df)
+    combiner = _udf_column(df, label, partial, make_combiner, func)
+    combined = be.python_partition(df, f"keyed{operation[:1].upper()}{operation[1:]}Combine",
+                                   combiner, False)
+    column = _udf_column(combined, label, schema, make_merger, func)
+    out = be.keyed_python(combined, operation, keys, column, False)
+    return _recoverable(out, label, keys, func)
 
 
 def _runtime_mode(spark: Any) -> str:
@@ -433,6 +452,15 @@ class KeyedPartitionWindowedDataFrame:
                 "output is the key columns then the result fields, so rename it")
         out = StructType(key_fields + list(result.fields))
         in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
+        bound = _combine.bound_of(self._df) if _combine.has_merge(first) else None
+        if bound is not None:
+            return _keyed_combined(
+                self._df, self._keys, operation, _combine.partial_schema(in_schema, key_idx),
+                lambda enc: _combine.combine_aggregate(first, in_schema, key_idx, enc,
+                                                       _PREFETCH_DEPTH, bound),
+                out,
+                lambda enc: _combine.merge_aggregate(first, in_schema, key_idx, result, enc,
+                                                     _PREFETCH_DEPTH), first)
         return _keyed_python(self._df, self._keys, operation, out,
                              lambda enc: _keyed_worker.aggregate(first, in_schema, key_idx, result,
                                                                  enc, _PREFETCH_DEPTH), first)
@@ -467,9 +495,15 @@ class KeyedPartitionWindowedDataFrame:
         _require_callable(f"keyed {operation}", "func", func,
                           "a function (a: Row, b: Row) -> Row")
         in_schema, key_idx = dataframe_schema(self._df), self._key_idx()
-        return _keyed_python(self._df, self._keys, operation, in_schema,
-                             lambda enc: _keyed_worker.reduce(func, in_schema, key_idx, enc,
-                                                              _PREFETCH_DEPTH), func)
+        merge = (lambda enc: _keyed_worker.reduce(func, in_schema, key_idx, enc, _PREFETCH_DEPTH))
+        bound = _combine.bound_of(self._df)
+        if bound is not None:
+            return _keyed_combined(
+                self._df, self._keys, operation, in_schema,
+                lambda enc: _combine.combine_reduce(func, in_schema, key_idx, enc,
+                                                    _PREFETCH_DEPTH, bound),
+                in_schema, merge, func)
+        return _keyed_python(self._df, self._keys, operation, in_schema, merge, func)
 
     @jvm_errors("keyed reduce")
     def reduce(self, func: Callable[[Row, Row], Any]) -> DataFrame:

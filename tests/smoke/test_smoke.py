@@ -98,6 +98,17 @@ def test_keyed_operations(df):
     assert sorted(r.v for r in srt.collect()) == sorted(r.v for r in df.collect())
 
 
+def test_keyed_python_aggregate_and_reduce_combine_before_the_exchange(df):
+    total = {k: sum(r.v for r in df.collect() if r.k == k) for k in range(4)}
+    avg = df.keyBy("k").fullWindowPartition().aggregate(Avg(), "avg double")
+    assert {r.k: r.avg for r in avg.collect()} == {k: total[k] / 15 for k in range(4)}
+    red = df.keyBy("k").reduce(lambda a, b: (a.k, a.v + b.v))
+    assert {r.k: r.v for r in red.collect()} == total
+    for out, node in ((avg, "FullWindowKeyedAggregate"), (red, "FullWindowKeyedReduce")):
+        plan = executed_plan(out)
+        assert plan.index("Exchange") < plan.index(f"{node}Combine"), plan
+
+
 def test_cogroup(spark, df):
     right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
 
