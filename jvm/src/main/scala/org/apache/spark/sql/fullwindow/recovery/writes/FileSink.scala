@@ -126,8 +126,8 @@ object FileSink {
       Some(FileSink(plan, qualify(session, i.outputPath), mode, i.query, None))
     case c: CreateDataSourceTableAsSelectCommand =>
       val table = c.table
-      val format = table.provider.flatMap(p => try {
-        Some(DataSource.lookupDataSource(p, session.sessionState.conf))
+      val format: Option[Class[_]] = table.provider.flatMap(p => try {
+        Some[Class[_]](DataSource.lookupDataSource(p, session.sessionState.conf))
       } catch { case NonFatal(_) => None })
       if (!format.exists(f => classOf[FileFormat].isAssignableFrom(f) ||
           classOf[FileDataSourceV2].isAssignableFrom(f))) None
