@@ -251,7 +251,7 @@ class _Probe:
 def _instrument() -> dict[str, _Probe]:
     """Wraps, from outside the product code, the driver-side work of the event pipeline and of
     setting up recovery for an operation."""
-    import fullwindow.recovery as rec
+    import fullwindow.recovery._jobs as rec
     from fullwindow.recovery import _fs, eventstore
     probes = {k: _Probe() for k in ("append", "segment_write", "segment_sync", "drain",
                                     "commit_operation", "read_events")}
@@ -263,7 +263,7 @@ def _instrument() -> dict[str, _Probe]:
         stream.sync = probes["segment_sync"].wrap(stream.sync)
     rec._Runtime.drain = probes["drain"].wrap(rec._Runtime.drain)
     es.read_all = staticmethod(probes["read_events"].wrap(es.read_all))
-    # DataFrame methods call fullwindow.recovery.commit_operation through the package attribute
+    # DataFrame methods call fullwindow.recovery._jobs.commit_operation through the module attribute
     rec.commit_operation = probes["commit_operation"].wrap(rec.commit_operation)
     return probes
 

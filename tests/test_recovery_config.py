@@ -77,6 +77,8 @@ def test_operation_definition_rejects_recovery_without_job_id(spark, conf, tmp_p
     ("spark.fullwindow.recovery.leaseTimeout", "0s", "expected a positive duration"),
     ("spark.fullwindow.recovery.onInputChange", "ignore",
      "onInputChange is 'ignore'; expected recompute .* or fail"),
+    ("spark.fullwindow.recovery.onUncheckedWrite", "skip",
+     "onUncheckedWrite is 'skip'; expected rerun .* or fail"),
 ])
 def test_bad_values(key, value, expected):
     conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": "/d",
@@ -96,7 +98,7 @@ def test_sizes_and_durations():
                        "spark.fullwindow.recovery.dir": "/r",
                        "spark.fullwindow.recovery.jobId": "j"}.get, "x")
     assert (d.write_buffer_size, d.flush_interval, d.lease_timeout) == (1 << 20, 1.0, 60.0)
-    assert d.on_input_change == "recompute"
+    assert d.on_input_change == "recompute" and d.on_unchecked_write == "rerun"
     t = settings_from({"spark.fullwindow.recovery.enabled": "true",
                        "spark.fullwindow.recovery.dir": "/r", "spark.fullwindow.recovery.jobId": "j",
                        "spark.fullwindow.recovery.leaseTimeout": "2min"}.get, "x")

@@ -346,3 +346,15 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
     job.run("r3", lease_timeout=f"{timeout:g}s")
     assert job.output() == reference
     assert job.ran("A", "r3") == [] and job.ran("B", "r3") == []
+
+
+def test_exactly_once_appends_on_hdfs(tmp_path, hdfs, spark):
+    """The job's recovery directory and its write targets on HDFS: write 1 committed before the
+    kill is skipped on the resume, write 2 is written once."""
+    import test_recovery_writes as w
+
+    job = w.Job(tmp_path, "writes")
+    job.dir = f"{hdfs.uri}/fw-recovery-{uuid.uuid4().hex[:8]}"
+    job.targets = f"{hdfs.uri}/fw-out-{uuid.uuid4().hex[:8]}"
+    job.records = lambda: []  # on HDFS: not listed from here
+    w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))

@@ -67,7 +67,7 @@ class Run:
     def restart(self) -> None:
         """As if the driver started again: events flushed, the job's state read anew."""
         import fullwindow
-        from fullwindow.recovery import _runtime
+        from fullwindow.recovery._jobs import _runtime
 
         fullwindow.recovery.flush(self.spark)
         _runtime.close_job(os.path.join(self.dir, self.name))

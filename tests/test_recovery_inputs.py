@@ -135,7 +135,7 @@ def _recovery(spark, directory: str, job_id: str, **extra: str) -> dict:
 def _restart(spark, directory: str, job_id: str) -> None:
     """As if the driver started again: events flushed, the job's state read anew."""
     import fullwindow
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
 
     fullwindow.recovery.flush(spark)
     _runtime.close_job(os.path.join(directory, job_id))
@@ -239,7 +239,7 @@ def test_what_the_fingerprint_covers(spark, tmp_path):
     """A glob, a V2 file table (a file source not in useV1SourceList) and a partitioned catalog
     table (a CatalogFileIndex): another file changes the fingerprint, not the structural one;
     the same listing read again gives the same fingerprint."""
-    from fullwindow.recovery import _fingerprints
+    from fullwindow.recovery._jobs import _fingerprints
 
     def op(df):
         return df.fullWindowPartition().mapPartition(_fa, "op string, id long, v long")

@@ -322,7 +322,7 @@ def _running_reduce(spark):
 
 def test_every_keyed_form_is_committed_then_recovered(spark, tmp_path):
     import fullwindow
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
 
     keys = {"spark.fullwindow.recovery.enabled": "true",
             "spark.fullwindow.recovery.dir": str(tmp_path),

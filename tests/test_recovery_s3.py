@@ -308,7 +308,7 @@ def test_an_input_on_s3_that_changed_changes_the_fingerprint(spark, s3):
     file added to the input directory, or one rewritten, changes the fingerprint of the
     operation that reads it (and so nothing committed over the old input is reused); an
     unchanged directory read again keeps it."""
-    from fullwindow.recovery import _fingerprints
+    from fullwindow.recovery._jobs import _fingerprints
 
     base = f"{s3.bucket}/input-{uuid.uuid4().hex[:6]}"
     spark.range(0, 100, 1, 2).write.parquet(base)
@@ -324,3 +324,18 @@ def test_an_input_on_s3_that_changed_changes_the_fingerprint(spark, s3):
     added = fingerprints()
     assert added[0] != first[0] and added[1] == first[1]  # same program, other input
     assert added[2] != first[2]
+
+
+def test_exactly_once_appends_on_s3(tmp_path, s3, spark):
+    """The recovery directory and the write targets in the bucket (S3A, Hadoop's classic file
+    commit: a copy for each rename): write 1 committed before the kill is skipped on the resume,
+    write 2 is written once, nothing of the killed run's tasks published."""
+    import test_recovery_writes as w
+
+    job = w.Job(tmp_path, "writes")
+    job.dir = f"{s3.bucket}/fw-{uuid.uuid4().hex[:8]}"
+    job.targets = f"{s3.bucket}/out-{uuid.uuid4().hex[:8]}"
+    conf = json.dumps(s3.conf({}))
+    job.options = lambda writes="append,append", **_: {
+        "WRITES": writes, "FW_EXTRA_CONF": conf, "TARGETS": job.targets}
+    w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))

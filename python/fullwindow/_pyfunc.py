@@ -82,7 +82,7 @@ def _time_policy(spark: Any) -> "TimePolicy":
 
 def _recoverable(out: DataFrame, operation: str, func: Any = None, extra: Any = None) -> DataFrame:
     """``out`` made recoverable when spark.fullwindow.recovery.enabled is true (else itself)."""
-    from fullwindow.recovery import commit_operation
+    from fullwindow.recovery._jobs import commit_operation
 
     return commit_operation(out, operation, func, extra)
 

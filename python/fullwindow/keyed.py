@@ -109,7 +109,7 @@ def _recoverable(out: DataFrame, operation: str, keys: Any, func: Any = None,
     """``out`` made recoverable when spark.fullwindow.recovery.enabled is true (else itself):
     its partitions are committed, or read back from an earlier run of the job. The fingerprint
     covers the plan (both inputs of a coGroup), the keys and the pickled function."""
-    from fullwindow.recovery import commit_operation
+    from fullwindow.recovery._jobs import commit_operation
 
     return commit_operation(out, operation, func, ("keys", keys, extra))
 

@@ -63,12 +63,13 @@ class ConnectServer:
     def __init__(self, fullwindow: bool = True, conf: Mapping[str, str] | None = None,
                  master: str = "local[2]", extension: bool = True, python: str | None = None,
                  jar: str | None = None, launcher: bool = False,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, unset: tuple[str, ...] = ()):
         """``launcher``: fullwindow's own launcher (``python -m fullwindow.server``, which runs
         recovery's runtime beside the server) instead of Spark's script; ``env``: more
-        environment for the server (and its Python workers)."""
+        environment for the server (and its Python workers); ``unset``: variables removed from
+        it."""
         self.extension, self.python, self.jar = extension, python or sys.executable, jar
-        self.launcher, self.env = launcher, dict(env or {})
+        self.launcher, self.env, self.unset = launcher, dict(env or {}), unset
         self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.fullwindow, self.conf, self.master = fullwindow, dict(conf or {}), master
@@ -108,6 +109,8 @@ class ConnectServer:
         env = clean_env(SPARK_HOME=spark_home(), SPARK_NO_DAEMONIZE="1",
                         SPARK_CONNECT_MODE="0", SPARK_LOG_DIR=self.logdir, SPARK_PID_DIR=self.logdir,
                         SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=self.python, **self.env)
+        for name in self.unset:
+            env.pop(name, None)
         if self.python != sys.executable:  # nothing of this process's Python path either
             env.pop("PYTHONPATH", None)
         log = open(os.path.join(self.logdir, "server.out"), "a")

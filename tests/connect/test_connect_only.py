@@ -30,7 +30,7 @@ def test_recovery_on_a_local_connect_session(spark, tmp_path):
     reads it back; status and the error kinds come through the server."""
     from fullwindow import recovery
     from fullwindow.recovery import RecoveryInputChangedError  # noqa: F401 - registered kinds
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
 
     conf = {"spark.fullwindow.recovery.enabled": "true",
             "spark.fullwindow.recovery.dir": str(tmp_path),
@@ -63,7 +63,8 @@ def test_recovery_errors_on_a_connect_session(spark, tmp_path):
     """Recovery's errors reach a Connect client as the classes a classic session raises: a
     directory that cannot be written (ConfigurationError), an input that changed since the
     job's earlier run with onInputChange=fail (RecoveryInputChangedError)."""
-    from fullwindow.recovery import RecoveryInputChangedError, _runtime
+    from fullwindow.recovery import RecoveryInputChangedError
+    from fullwindow.recovery._jobs import _runtime
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

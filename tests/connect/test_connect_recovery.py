@@ -15,6 +15,7 @@ import time
 import pytest
 
 from test_recovery_crash import PARTS, Job  # the classic crash tests' job
+from test_recovery_writes import A_ROWS as WRITES_A, B_ROWS as WRITES_B, Job as WritesJob
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -226,3 +227,56 @@ def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
                 _stop(s)
             except Exception:  # noqa: BLE001
                 pass
+
+
+class ConnectWritesJob(WritesJob):
+    """tests/recovery_writes_job.py (the classic write tests' job) as a client of ``server``."""
+
+    def __init__(self, base, name: str, server: ConnectServer):
+        super().__init__(base, name)
+        self.server = server
+
+    def env(self, run: str, slow: float, variant: str, **options) -> dict:
+        env = {k: v for k, v in super().env(run, slow, variant, **options).items()
+               if k not in _LOCAL_CONNECT_ENV}
+        env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
+        return env
+
+
+def test_a_committed_write_is_not_written_again_after_the_server_is_killed(server, tmp_path):
+    """Write 1 (append) committed, the server killed while B computes; restarted, the client's
+    next run skips write 1 (nothing computed) and writes B once."""
+    job = ConnectWritesJob(tmp_path, "connect-writes", server)
+    client = job.start("r1", slow=2.0, writes="append,append")
+    deadline = time.time() + 240
+    while time.time() < deadline and not job.ran("B", "r1"):
+        assert client.poll() is None, open(job._log("r1")).read()[-3000:]
+        time.sleep(0.1)
+    server.kill()
+    try:
+        client.wait(60)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        client.wait(30)
+    assert job.rows(1, "append") == WRITES_A
+    server.restart()
+    job.run("r2", writes="append,append")
+    assert job.rows(1, "append") == WRITES_A and job.rows(2, "append") == WRITES_B
+    assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
+
+
+def test_an_unchecked_write_refused_over_connect(server, tmp_path):
+    """onUncheckedWrite=fail from a Connect client: the resumed run's JDBC write that an earlier
+    run started and never recorded as finished fails, naming the setting."""
+    job = ConnectWritesJob(tmp_path, "connect-jdbc", server)
+    job.run("r1", writes="append,jdbc")
+    records = os.path.join(job.dir, job.name, "writes")
+    for r in job.records():
+        if r.startswith("2.") and r.endswith(".committed"):
+            os.remove(os.path.join(records, r))
+    p = job.start("r2", writes="append,jdbc",
+                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
+    assert p.wait(300) != 0
+    log = open(job._log("r2")).read()
+    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE]" in log and "onUncheckedWrite" in log, log[-3000:]
+    assert job.ran("W2", "r2") == []

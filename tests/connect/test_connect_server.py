@@ -105,3 +105,17 @@ def test_plugin_without_the_extension_says_so():
     assert kind == "SETUP", message
     assert "extension is not registered with the server's session" in message
     assert "spark.sql.extensions=fullwindow.sql.FullWindowExtensions" in message
+
+
+def test_launcher_workers_use_its_interpreter_whatever_is_on_path():
+    """``/path/to/venv/bin/python -m fullwindow.server`` with no PYSPARK_PYTHON and a PATH whose
+    ``python3`` is the system's (no pyarrow, no pyspark): its Python workers still run the
+    launcher's interpreter (Spark Connect's planner reads PYSPARK_PYTHON, which the launcher
+    sets)."""
+    with ConnectServer(launcher=True, unset=("PYSPARK_PYTHON",),
+                       env={"PATH": "/usr/bin:/bin"}) as server:
+        kind, out = run_client(server.url)
+        assert kind == "RESULT", (out, server.log())
+    expected = [[k, len(range(k, 100, 7)), sum(range(k, 100, 7))] for k in range(7)]
+    assert out["keyed"] == expected
+    assert out["python_version"] == fullwindow.__version__

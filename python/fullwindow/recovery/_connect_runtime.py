@@ -60,7 +60,7 @@ class ConnectRuntime:
         try:
             from pyspark.sql import DataFrame
 
-            from fullwindow.recovery import _commit
+            from fullwindow.recovery._jobs import _commit
             from fullwindow.recovery.config import settings_of_session
 
             spark = self._session(session_id, jsession)
@@ -87,6 +87,7 @@ class ConnectRuntime:
                  args: Dict[str, Any]) -> Any:
         from fullwindow import recovery
         from fullwindow.errors import FullWindowValueError
+        from fullwindow.recovery import _jobs
         from fullwindow.recovery.config import settings_of_session
 
         owner = {"session": session_id, "user": user_id}
@@ -94,20 +95,20 @@ class ConnectRuntime:
             settings = settings_of_session(spark, "recovery.start")
             if settings is None:
                 return {"started": False}
-            recovery._runtime.job(spark, settings, "recovery.start", owner)
+            _jobs._runtime.job(spark, settings, "recovery.start", owner)
             return {"started": True}
         if action == "flush":
-            recovery._runtime.drain(int(args.get("wait_ms", 5000)))
-            for job in recovery._runtime.owned_by(owner):
+            _jobs._runtime.drain(int(args.get("wait_ms", 5000)))
+            for job in _jobs._runtime.owned_by(owner):
                 job.check()
                 job.store.flush()
             return {}
         if action == "close":  # the client program ends: its jobs end with it
-            for job in recovery._runtime.owned_by(owner):
-                recovery._runtime.close_job(job.job_dir)
+            for job in _jobs._runtime.owned_by(owner):
+                _jobs._runtime.close_job(job.job_dir)
             return {}
         if action == "cleanup":
-            return {"deleted": recovery._cleanup(spark, args.get("job_id"),
+            return {"deleted": _jobs._cleanup(spark, args.get("job_id"),
                                                  args.get("directory"), owner)}
         if action in ("status", "verify"):
             return recovery.status(args["directory"], args["job_id"], spark,

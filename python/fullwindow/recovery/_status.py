@@ -78,6 +78,9 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
                          "partitions": 8, "committed": 5, "bytes": 123456,
                          "runs": {"2026-11-23T01:02:03Z pid 4242": 5},
                          "intact": True, "damaged": {}}, ...],
+         "writes": [{"number": 1, "fingerprint": "cd34...", "sink": "files",
+                     "target": "hdfs://nn/out/a", "mode": "Append", "state": "committed",
+                     "skipped": 1}, ...],
          "problems": []}
 
     Committed shuffle inputs of an operation appear as operations too (``operation`` is
@@ -106,7 +109,7 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
     job_dir = _fs.join(directory, job_id)
     out: Dict[str, Any] = {"job": job_id, "directory": job_dir, "exists": fs.exists(job_dir),
                            "lease": lease.read(fs, job_dir) if fs.exists(job_dir) else None,
-                           "operations": [], "problems": []}
+                           "operations": [], "writes": [], "problems": []}
     if not out["exists"]:
         return out
     with warnings.catch_warnings(record=True) as caught:
@@ -132,7 +135,46 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
             "fingerprint": fp, "operation": v.operator, "partitions": v.num_partitions,
             "committed": len(v.finished), "bytes": total, "runs": runs,
             "intact": not damaged, "damaged": damaged})
+    out["writes"] = _writes(fs, job_dir, events)
     return out
+
+
+def _writes(fs: Any, job_dir: str, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The job's writes, from its records under ``writes/`` (``<n>.<fingerprint>.<state>``):
+    number, fingerprint, sink, target, mode, ``committed`` or ``started`` (an earlier run
+    started it and never committed it), and how many runs skipped it (``writeSkipped`` events)."""
+    import json
+
+    directory = _fs.join(job_dir, "writes")
+    try:
+        names = [n for n, _ in fs.list_sizes(directory) if not n.startswith(".")]
+    except Exception:  # noqa: BLE001 - no writes yet
+        return []
+    skipped: Dict[tuple, int] = {}
+    for e in events:
+        if e.get("type") == "writeSkipped":
+            key = (e.get("number"), e.get("writeFingerprint"))
+            skipped[key] = skipped.get(key, 0) + 1
+    found: Dict[tuple, Dict[str, Any]] = {}
+    for name in names:
+        number, _, rest = name.partition(".")
+        fingerprint, _, state = rest.partition(".")
+        if not number.isdigit() or state not in ("started", "committed"):
+            continue
+        key = (int(number), fingerprint)
+        entry = found.setdefault(key, {"number": int(number), "fingerprint": fingerprint,
+                                       "state": "started"})
+        if state == "committed" or "sink" not in entry:
+            try:
+                record = json.loads(fs.read(_fs.join(directory, name)))
+                entry.update({k: record.get(k) for k in ("sink", "target", "mode")})
+            except (OSError, ValueError):
+                pass
+        if state == "committed":
+            entry["state"] = "committed"
+    for key, entry in found.items():
+        entry["skipped"] = skipped.get(key, 0)
+    return [found[k] for k in sorted(found)]
 
 
 def verify(directory: str, job_id: str, spark: Any = None) -> Dict[str, Any]:
@@ -172,6 +214,11 @@ def render(st: Dict[str, Any]) -> str:
                      f"{runs}")
         for p, why in sorted(op["damaged"].items()):
             lines.append(f"    partition {p}: {why}")
+    if st.get("writes"):
+        lines.append(f"{'write':<6} {'sink':<10} {'state':<10} {'skipped':>7}  target (mode)")
+        for w in st["writes"]:
+            lines.append(f"{w['number']:<6} {str(w.get('sink'))[:10]:<10} {w['state']:<10} "
+                         f"{w['skipped']:>7}  {w.get('target')} ({w.get('mode')})")
     for p in st["problems"]:
         lines.append(f"event store: {p}")
     return "\n".join(lines)

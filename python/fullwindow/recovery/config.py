@@ -14,6 +14,7 @@ FLUSH_INTERVAL = "spark.fullwindow.eventStore.flushInterval"
 LEASE_TIMEOUT = "spark.fullwindow.recovery.leaseTimeout"
 LEASE_WAIT = "spark.fullwindow.recovery.leaseWait"
 ON_INPUT_CHANGE = "spark.fullwindow.recovery.onInputChange"
+ON_UNCHECKED_WRITE = "spark.fullwindow.recovery.onUncheckedWrite"
 
 DEFAULT_WRITE_BUFFER_SIZE = "1m"
 DEFAULT_FLUSH_INTERVAL = "1s"
@@ -21,6 +22,8 @@ DEFAULT_LEASE_TIMEOUT = "60s"
 DEFAULT_LEASE_WAIT = "0s"
 DEFAULT_ON_INPUT_CHANGE = "recompute"
 ON_INPUT_CHANGE_MODES = ("recompute", "fail")
+DEFAULT_ON_UNCHECKED_WRITE = "rerun"
+ON_UNCHECKED_WRITE_MODES = ("rerun", "fail")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class RecoverySettings:
     # what a resumed run does with an operation whose file or table inputs changed since an
     # earlier run recorded them: "recompute" it (and what depends on it), or "fail"
     on_input_change: str = DEFAULT_ON_INPUT_CHANGE
+    # what a resumed run does with a write an earlier run started into a sink that keeps no
+    # record of its commits (JDBC, foreach): "rerun" it (at least once), or "fail"
+    on_unchecked_write: str = DEFAULT_ON_UNCHECKED_WRITE
 
     @property
     def job_dir(self) -> str:
@@ -83,7 +89,8 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
                                        FLUSH_INTERVAL),
         lease_timeout=_lease_timeout(get(LEASE_TIMEOUT) or DEFAULT_LEASE_TIMEOUT),
         lease_wait=_lease_wait(get(LEASE_WAIT) or DEFAULT_LEASE_WAIT),
-        on_input_change=on_input_change(get(ON_INPUT_CHANGE)))
+        on_input_change=on_input_change(get(ON_INPUT_CHANGE)),
+        on_unchecked_write=on_unchecked_write(get(ON_UNCHECKED_WRITE)))
 
 
 def on_input_change(raw: Any) -> str:
@@ -94,6 +101,17 @@ def on_input_change(raw: Any) -> str:
             f"{ON_INPUT_CHANGE} is '{raw}'; expected recompute (an operation whose file or table "
             "inputs changed since an earlier run is computed again, with everything depending "
             "on it) or fail (such an operation raises RecoveryInputChangedError).")
+    return text
+
+
+def on_unchecked_write(raw: Any) -> str:
+    """The mode ``spark.fullwindow.recovery.onUncheckedWrite`` names (unset: ``rerun``)."""
+    text = str(raw if raw is not None else "").strip().lower() or DEFAULT_ON_UNCHECKED_WRITE
+    if text not in ON_UNCHECKED_WRITE_MODES:
+        raise ConfigurationError(
+            f"{ON_UNCHECKED_WRITE} is '{raw}'; expected rerun (a write an earlier run started "
+            "into a sink that keeps no record of its commits, such as JDBC, runs again on a "
+            "resume: at least once) or fail (the resumed run fails at such a write).")
     return text
 
 

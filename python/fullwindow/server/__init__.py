@@ -77,6 +77,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     plugins = [c for c in conf.get(PLUGIN_CONF, "").split(",") if c.strip()]
     conf[PLUGIN_CONF] = ",".join(plugins + ([] if PLUGIN_CLASS in plugins else [PLUGIN_CLASS]))
     conf = {**connect_server_conf(fullwindow.jar_path()), **conf}
+    # the workers' interpreter: Spark Connect's planner takes it from PYSPARK_PYTHON in the
+    # server's environment, not from spark.pyspark.python, and without it they run whatever
+    # `python3` is first on PATH (which need not have pyspark, pyarrow or fullwindow)
+    workers = conf.get("spark.pyspark.python") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = workers
+    conf["spark.pyspark.python"] = workers
     from pyspark.sql import SparkSession
 
     # the server's own session opens no recovery job (fullwindow.session would, with recovery
@@ -93,7 +99,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for k, v in recovery.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
     from fullwindow.recovery._connect_runtime import install
 
     install(spark)

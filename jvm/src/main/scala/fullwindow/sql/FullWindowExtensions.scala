@@ -2,6 +2,7 @@ package fullwindow.sql
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.fullwindow.FullWindowStrategy
+import org.apache.spark.sql.fullwindow.recovery.writes.WrapRecoveredWrites
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, FullWindowColumnarRule, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
 
@@ -16,6 +17,7 @@ class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
     SparkShims.injectHintRule(ext, ResolveFullWindowHint)
     ext.injectResolutionRule(_ => ApplyFullWindowHint)
     ext.injectPostHocResolutionRule(_ => DropUnusedFullWindowHint)
+    ext.injectPostHocResolutionRule(_ => WrapRecoveredWrites)
     ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))
     ext.injectPlannerStrategy(_ => FullWindowStrategy)
     ext.injectQueryStagePrepRule(_ => CommitFullWindowInputs)

@@ -17,10 +17,14 @@ object FullWindowRecoveryJobs {
 
   private val jobs = new ConcurrentHashMap[String, ConcurrentHashMap[String, Vertex]]()
 
-  def open(jobDir: String): Unit = jobs.putIfAbsent(jobDir, new ConcurrentHashMap[String, Vertex]())
+  def open(jobDir: String): Unit = {
+    jobs.putIfAbsent(jobDir, new ConcurrentHashMap[String, Vertex]())
+    writes.RecoveredWrites.reset(jobDir)  // a new run: its writes are numbered from 1
+  }
 
   def close(jobDir: String): Unit = {
     jobs.remove(jobDir)
+    writes.RecoveredWrites.reset(jobDir)
     InputFingerprint.forget(jobDir)
     RecoveryFence.clear(jobDir)
   }

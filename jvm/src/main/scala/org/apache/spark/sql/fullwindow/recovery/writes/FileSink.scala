@@ -1,0 +1,277 @@
+package org.apache.spark.sql.fullwindow.recovery.writes
+
+import java.io.FileNotFoundException
+import java.nio.charset.StandardCharsets
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.mapreduce.{JobContext, TaskAttemptContext}
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.internal.io.{FileCommitProtocol, FileNameSpec}
+import org.apache.spark.internal.io.FileCommitProtocol.TaskCommitMessage
+import org.apache.spark.sql.catalyst.catalog.CatalogTable
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.command.CreateDataSourceTableAsSelectCommand
+import org.apache.spark.sql.execution.datasources.{DataSource, FileFormat, InsertIntoHadoopFsRelationCommand}
+import org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2
+import org.apache.spark.sql.fullwindow.recovery.DurableCommit
+import org.apache.spark.sql.fullwindow.shims.SparkShims.SparkSession
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Writes of the file sources (`DataFrameWriter.save` / `parquet` / `csv` / ..., `insertInto` and
+ * `INSERT` into a table over files, `saveAsTable` and `CREATE TABLE ... AS SELECT` of a file
+ * format), in every save mode, with `partitionBy` and dynamic partition overwrite.
+ *
+ * Their commit goes through [[FullWindowCommitProtocol]], which wraps the session's own commit
+ * protocol and keeps markers in the target's `_fullwindow/` directory (hidden from Spark's
+ * readers, as `_SUCCESS` is), named by the write's id: `started` when the Spark write job is set
+ * up, `committing` (with the number of files it stages) just before the job commit publishes the
+ * files, `committed` after. Every file the write job makes carries its job's UUID in its name, so:
+ *
+ *  - committed: a `committed` marker; or a `committing` one whose files are all published (the
+ *    driver died inside the job commit's last step);
+ *  - rollback: for each `started` / `committing` marker of the same write number that never
+ *    committed, the files named with its UUID are deleted (published by a commit cut short, or
+ *    left by a task commit that publishes directly), then what it staged (`_temporary`, its
+ *    `.spark-staging-` directory), then the markers: the job commit of the write run again cannot
+ *    publish a dead run's task outputs.
+ */
+final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: LogicalPlan,
+    table: Option[CatalogTable]) extends WriteSink with Logging {
+  override def kind: String = "files"
+  override def target: String = path.toString
+
+  private def markers(session: SparkSession): Seq[(String, Long)] =
+    FileSink.listMarkers(new Path(path, FileSink.MarkerDir), session.sessionState.newHadoopConf())
+
+  private def tableMissing(session: SparkSession): Boolean =
+    table.exists(t => !session.sessionState.catalog.tableExists(t.identifier))
+
+  override def committed(session: SparkSession, w: WriteCall): Boolean = {
+    if (tableMissing(session)) return false  // CTAS: data committed, table never created
+    val mine = markers(session).filter(_._1.startsWith(w.id + "."))
+    if (mine.exists(_._1.startsWith(w.id + ".committed."))) return true
+    val conf = session.sessionState.newHadoopConf()
+    mine.collectFirst { case (n, _) if n.startsWith(w.id + ".committing.") => n }.exists { name =>
+      val uuid = name.substring((w.id + ".committing.").length)
+      val dir = new Path(path, FileSink.MarkerDir)
+      val expected = FileSink.readText(new Path(dir, name), conf).trim.toLong
+      val published = FileSink.published(path, uuid, conf).size
+      val done = published == expected
+      if (done) {
+        FileSink.writeText(new Path(dir, s"${w.id}.committed.$uuid"), expected.toString, conf)
+      }
+      done
+    }
+  }
+
+  override def rollback(session: SparkSession, w: WriteCall): Unit = {
+    val conf = session.sessionState.newHadoopConf()
+    val dir = new Path(path, FileSink.MarkerDir)
+    val fs = dir.getFileSystem(conf)
+    val dead = markers(session).map(_._1).filter(n => n.startsWith(w.numberPrefix) &&
+      !n.contains(".committed."))
+    val uuids = dead.flatMap(FileSink.uuidOf).distinct
+    if (uuids.nonEmpty) {
+      val files = uuids.flatMap(u => FileSink.published(path, u, conf))
+      logWarning(s"fullwindow recovery: write ${w.number} of job ${w.jobId} to $path: an " +
+        s"earlier run started it (write job ${uuids.mkString(", ")}) and never committed it; " +
+        s"removing what it left: ${files.size} published file(s) and its staged output")
+      files.foreach(f => fs.delete(f, false))
+      (Seq(new Path(path, "_temporary")) ++ uuids.map(u => new Path(path, s".spark-staging-$u")))
+        .foreach(p => try fs.delete(p, true) catch { case NonFatal(_) => })
+    }
+    if (dead.nonEmpty && tableMissing(session)) {
+      // a CTAS whose table was never created: its location holds only what the dead run wrote
+      logWarning(s"fullwindow recovery: write ${w.number} of job ${w.jobId}: table " +
+        s"${table.get.identifier} was never created; removing its location $path")
+      fs.delete(path, true)
+    }
+    dead.foreach(n => fs.delete(new Path(dir, n), false))
+  }
+
+  override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) = {
+    val conf = session.sessionState.conf
+    val current = conf.getConfString(FileSink.ProtocolKey,
+      "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol")
+    val inner = if (current == classOf[FullWindowCommitProtocol].getName) {
+      conf.getConfString(FileSink.InnerKey, current)
+    } else current
+    (plan, Map(
+      FileSink.ProtocolKey -> classOf[FullWindowCommitProtocol].getName,
+      FileSink.InnerKey -> inner,
+      FileSink.MarkerKey -> s"${new Path(path, FileSink.MarkerDir)}\t${w.id}"))
+  }
+}
+
+object FileSink {
+  val MarkerDir = "_fullwindow"
+  val ProtocolKey = "spark.sql.sources.commitProtocolClass"
+  /** The commit protocol [[FullWindowCommitProtocol]] wraps (the session's own). */
+  val InnerKey = "spark.fullwindow.recovery.write.innerCommitProtocol"
+  /** `markerDir TAB writeId` of the write running now (set while it runs). */
+  val MarkerKey = "spark.fullwindow.recovery.write.marker"
+
+  def of(session: SparkSession, plan: LogicalPlan): Option[WriteSink] = plan match {
+    case i: InsertIntoHadoopFsRelationCommand =>
+      val mode = if (i.dynamicPartitionOverwrite) "overwriteDynamic" else i.mode.toString
+      Some(FileSink(plan, qualify(session, i.outputPath), mode, i.query, None))
+    case c: CreateDataSourceTableAsSelectCommand =>
+      val table = c.table
+      val format = table.provider.flatMap(p => try {
+        Some(DataSource.lookupDataSource(p, session.sessionState.conf))
+      } catch { case NonFatal(_) => None })
+      if (!format.exists(f => classOf[FileFormat].isAssignableFrom(f) ||
+          classOf[FileDataSourceV2].isAssignableFrom(f))) None
+      else {
+        val location = table.storage.locationUri.map(new Path(_))
+          .getOrElse(new Path(session.sessionState.catalog.defaultTablePath(table.identifier)))
+        Some(FileSink(plan, qualify(session, location), c.mode.toString, c.query, Some(table)))
+      }
+    case _ => None
+  }
+
+  private def qualify(session: SparkSession, p: Path): Path = {
+    val fs = p.getFileSystem(session.sessionState.newHadoopConf())
+    p.makeQualified(fs.getUri, fs.getWorkingDirectory)
+  }
+
+  /** The UUID of the write job a marker names (`<id>.<state>.<uuid>`). */
+  def uuidOf(marker: String): Option[String] = {
+    val states = Seq(".started.", ".committing.", ".committed.")
+    states.collectFirst { case s if marker.contains(s) =>
+      marker.substring(marker.lastIndexOf(s) + s.length) }
+  }
+
+  def listMarkers(dir: Path, conf: Configuration): Seq[(String, Long)] = {
+    val fs = dir.getFileSystem(conf)
+    try fs.listStatus(dir).toSeq.map(s => (s.getPath.getName, s.getLen))
+    catch { case _: FileNotFoundException => Nil }
+  }
+
+  /** Files under `root` (staging directories and markers left out) named with `uuid`. */
+  def published(root: Path, uuid: String, conf: Configuration): Seq[Path] = {
+    def staged(p: Path): Boolean = {
+      var q = p.getParent
+      while (q != null && q != root) {
+        val n = q.getName
+        if (n == "_temporary" || n.startsWith(".spark-staging-") || n == MarkerDir) return true
+        q = q.getParent
+      }
+      false
+    }
+    filesNamed(root, uuid, conf).filterNot(staged)
+  }
+
+  /** Every file under `dir` (recursively) whose name holds `uuid`. */
+  def filesNamed(dir: Path, uuid: String, conf: Configuration): Seq[Path] = {
+    val fs = dir.getFileSystem(conf)
+    val out = Seq.newBuilder[Path]
+    try {
+      val it = fs.listFiles(dir, true)
+      while (it.hasNext) {
+        val s = it.next()
+        if (s.getPath.getName.contains(uuid)) out += s.getPath
+      }
+    } catch { case _: FileNotFoundException => }
+    out.result()
+  }
+
+  def writeText(p: Path, text: String, conf: Configuration): Unit = {
+    val fs = p.getFileSystem(conf)
+    val out = fs.create(p, true)
+    try {
+      out.write(text.getBytes(StandardCharsets.UTF_8))
+      DurableCommit.sync(out)
+    } finally out.close()
+  }
+
+  def readText(p: Path, conf: Configuration): String = {
+    val fs = p.getFileSystem(conf)
+    val in = fs.open(p)
+    try new String(in.readAllBytes(), StandardCharsets.UTF_8) finally in.close()
+  }
+}
+
+/**
+ * The commit protocol of a recovered job's file writes: the session's own protocol (Spark's,
+ * or one a user configured, such as S3A's committers), with the markers of [[FileSink]] written
+ * around its job setup and commit. Set for the duration of one write by [[RecoveredWrites]].
+ */
+class FullWindowCommitProtocol(jobId: String, path: String, dynamicPartitionOverwrite: Boolean)
+  extends FileCommitProtocol with Serializable with Logging {
+
+  private val (markerDir, writeId): (String, String) = {
+    val text = SQLConf.get.getConfString(FileSink.MarkerKey, "")
+    text.split("\t", 2) match {
+      case Array(d, w) => (d, w)
+      case _ => (null, null)
+    }
+  }
+
+  private val inner: FileCommitProtocol = FileCommitProtocol.instantiate(
+    SQLConf.get.getConfString(FileSink.InnerKey,
+      "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol"),
+    jobId, path, dynamicPartitionOverwrite)
+
+  private def marker(state: String): Path = new Path(markerDir, s"$writeId.$state.$jobId")
+
+  override def setupJob(jobContext: JobContext): Unit = {
+    inner.setupJob(jobContext)
+    if (markerDir != null) FileSink.writeText(marker("started"), "", jobContext.getConfiguration)
+  }
+
+  override def commitJob(jobContext: JobContext, taskCommits: Seq[TaskCommitMessage]): Unit = {
+    if (markerDir == null) return inner.commitJob(jobContext, taskCommits)
+    val conf = jobContext.getConfiguration
+    val root = new Path(path)
+    val staged = Seq(new Path(root, "_temporary"), new Path(root, s".spark-staging-$jobId"))
+      .flatMap(d => FileSink.filesNamed(d, jobId, conf)).map(_.getName).distinct.size
+    FileSink.writeText(marker("committing"), staged.toString, conf)
+    inner.commitJob(jobContext, taskCommits)
+    FileSink.writeText(marker("committed"), staged.toString, conf)
+    val fs = root.getFileSystem(conf)
+    Seq("started", "committing").foreach(s =>
+      try fs.delete(marker(s), false) catch { case NonFatal(_) => })
+  }
+
+  override def abortJob(jobContext: JobContext): Unit = {
+    inner.abortJob(jobContext)
+    if (markerDir != null) {
+      val p = marker("started")
+      try p.getFileSystem(jobContext.getConfiguration).delete(p, false)
+      catch { case NonFatal(_) => }
+    }
+  }
+
+  override def setupTask(taskContext: TaskAttemptContext): Unit = inner.setupTask(taskContext)
+
+  @deprecated("use newTaskTempFile(taskContext, dir, spec)", "3.3.0")
+  override def newTaskTempFile(taskContext: TaskAttemptContext, dir: Option[String],
+      ext: String): String = inner.newTaskTempFile(taskContext, dir, FileNameSpec("", ext))
+
+  override def newTaskTempFile(taskContext: TaskAttemptContext, dir: Option[String],
+      spec: FileNameSpec): String = inner.newTaskTempFile(taskContext, dir, spec)
+
+  @deprecated("use newTaskTempFileAbsPath(taskContext, absoluteDir, spec)", "3.3.0")
+  override def newTaskTempFileAbsPath(taskContext: TaskAttemptContext, absoluteDir: String,
+      ext: String): String =
+    inner.newTaskTempFileAbsPath(taskContext, absoluteDir, FileNameSpec("", ext))
+
+  override def newTaskTempFileAbsPath(taskContext: TaskAttemptContext, absoluteDir: String,
+      spec: FileNameSpec): String = inner.newTaskTempFileAbsPath(taskContext, absoluteDir, spec)
+
+  override def commitTask(taskContext: TaskAttemptContext): TaskCommitMessage =
+    inner.commitTask(taskContext)
+
+  override def abortTask(taskContext: TaskAttemptContext): Unit = inner.abortTask(taskContext)
+
+  override def deleteWithJob(fs: FileSystem, path: Path, recursive: Boolean): Boolean =
+    inner.deleteWithJob(fs, path, recursive)
+
+  override def onTaskCommit(taskCommit: TaskCommitMessage): Unit = inner.onTaskCommit(taskCommit)
+}

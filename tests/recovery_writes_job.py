@@ -1,0 +1,138 @@
+"""A batch job with several writes, run as its own driver process by tests/test_recovery_writes.py
+(which kills it with SIGKILL and starts it again). Settings come from the environment:
+
+RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state (unset: no
+                       recovery, the reference run)
+OUT                    a directory holding every target (files, the warehouse, the metastore)
+TARGETS                where the file writes' targets go instead (a Hadoop URI: hdfs://, s3a://)
+MARKS, RUN             a directory where user functions leave one file per partition run, and
+                       this run's name (part of each marker's name)
+SLOW                   seconds each partition of the second full-window step sleeps
+WRITES                 the writes, in order, comma-separated (each writes the same rows):
+                       append, overwrite, partitioned (partitionBy, append), dynamic (dynamic
+                       partition overwrite), saveAsTable, insertInto, sql (INSERT INTO), ctas (SQL's
+                       CREATE TABLE AS SELECT),
+                       jdbc (Derby, a sink that keeps no record of its commits)
+FW_EXTRA_CONF          more Spark settings, as a JSON object
+FW_REMOTE, FW_CTL      as in tests/recovery_job.py: the job runs as a Spark Connect client
+
+The job: A, a full-window mapPartition over range(0, 40) in 4 partitions, is written by the first
+write; B, a keyed step over A that sleeps SLOW a partition, by every later write. Each write's
+rows pass a UDF that leaves a marker ``W<i>-<partition>-<run>-<attempt>``: a skipped write leaves
+none.
+"""
+import json
+import os
+
+import fullwindow
+from pyspark.sql import functions as F
+
+
+def env(name, default=None):
+    ctl = os.environ.get("FW_CTL")
+    if ctl and os.path.exists(os.path.join(ctl, "run.json")):
+        with open(os.path.join(ctl, "run.json")) as f:
+            value = json.load(f).get(name)
+        if value is not None:
+            return value
+    return os.environ.get(name, default)
+
+
+def mark(stage):
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    name = f"{stage}-{tc.partitionId()}-{env('RUN')}-{tc.taskAttemptId()}"
+    open(os.path.join(env("MARKS"), name), "w").close()
+
+
+def fa(rows):
+    mark("A")
+    return [(r.id % 5, r.id) for r in rows]
+
+
+def fb(rows):
+    import time
+
+    out = [(r.k, r.v * 10) for r in rows]
+    time.sleep(float(env("SLOW", "0")))
+    mark("B")
+    return out
+
+
+def main():
+    out = os.environ["OUT"]
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false",
+            "spark.sql.warehouse.dir": os.path.join(out, "warehouse")}
+    writes = [w for w in os.environ.get("WRITES", "append").split(",") if w]
+    if any(w in ("saveAsTable", "insertInto", "sql", "ctas") for w in writes):
+        # a catalog that outlives the driver: Hive's metastore in an embedded Derby database
+        conf.update({"spark.sql.catalogImplementation": "hive",
+                     "spark.hadoop.javax.jdo.option.ConnectionURL":
+                         f"jdbc:derby:;databaseName={os.path.join(out, 'metastore')};create=true"})
+    if os.environ.get("RECOVERY_DIR"):
+        conf.update({"spark.fullwindow.recovery.enabled": "true",
+                     "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
+                     "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
+                     "spark.fullwindow.eventStore.flushInterval": "200ms"})
+    if os.environ.get("FW_EXTRA_CONF"):
+        conf.update(json.loads(os.environ["FW_EXTRA_CONF"]))
+    remote = os.environ.get("FW_REMOTE")
+    if remote:
+        with open(os.path.join(os.environ["FW_CTL"], "run.json"), "w") as f:
+            json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW")}, f)
+        conf = {k: v for k, v in conf.items()
+                if not k.startswith(("spark.ui.", "spark.sql.warehouse", "spark.sql.catalogImpl",
+                                     "spark.hadoop."))}
+        spark = fullwindow.session(remote=remote, conf=conf)
+    else:
+        spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-writes-job")
+        spark.sparkContext.setLogLevel("WARN")
+    a = spark.range(0, 40, numPartitions=4).fullWindowPartition().mapPartition(
+        fa, "k long, v long")
+    b = a.repartition(4, "k").fullWindowPartition().mapPartition(fb, "k long, v long")
+
+    def marked(df, i):
+        @F.udf("long")
+        def w(v):
+            mark(f"W{i}")
+            return v
+
+        return df.withColumn("v", w("v"))
+
+    for i, kind in enumerate(writes, start=1):
+        rows = marked(a if i == 1 else b, i)
+        target = f"{os.environ.get('TARGETS') or out}/{i}-{kind}"
+        if kind == "append":
+            rows.write.mode("append").parquet(target)
+        elif kind == "overwrite":
+            rows.write.mode("overwrite").parquet(target)
+        elif kind == "partitioned":
+            rows.write.mode("append").partitionBy("k").parquet(target)
+        elif kind == "dynamic":
+            rows.write.mode("overwrite").option("partitionOverwriteMode", "dynamic") \
+                .partitionBy("k").parquet(target)
+        elif kind == "saveAsTable":
+            rows.write.mode("append").format("parquet").saveAsTable(f"t{i}")
+        elif kind == "ctas":  # fails if it runs again: the table exists
+            rows.createOrReplaceTempView(f"src{i}")
+            spark.sql(f"CREATE TABLE t{i} USING parquet AS SELECT * FROM src{i}")
+        elif kind == "insertInto":
+            spark.sql(f"CREATE TABLE IF NOT EXISTS t{i} (k long, v long) USING parquet")
+            rows.write.insertInto(f"t{i}")
+        elif kind == "sql":
+            spark.sql(f"CREATE TABLE IF NOT EXISTS t{i} (k long, v long) USING parquet")
+            rows.createOrReplaceTempView(f"src{i}")
+            spark.sql(f"INSERT INTO t{i} SELECT * FROM src{i}")
+        elif kind == "jdbc":
+            url = f"jdbc:derby:{os.path.join(out, 'jdbc')};create=true"
+            rows.write.mode("append").jdbc(url, f"T{i}", properties={
+                "driver": "org.apache.derby.jdbc.EmbeddedDriver"})
+        else:
+            raise ValueError(kind)
+    print("JOB DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()
