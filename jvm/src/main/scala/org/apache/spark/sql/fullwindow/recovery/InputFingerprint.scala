@@ -140,27 +140,14 @@ object InputFingerprint {
    * table's; Delta before 2.0 named the version `tableVersion`. By reflection: the jar does not
    * depend on Delta. */
   private def deltaVersion(index: FileIndex): Option[String] = {
-    val method = if (implements(index.getClass, "org.apache.spark.sql.delta.SnapshotDescriptor")) {
+    val method = if (Reflect.implements(index.getClass, "org.apache.spark.sql.delta.SnapshotDescriptor")) {
       "version"
     } else "tableVersion"
-    call(index, method).collect { case v: java.lang.Long =>
-      v.toString + call(index, "metadata").flatMap(call(_, "id")).map(id => s" of table $id")
-        .getOrElse("")
+    Reflect.call(index, method).collect { case v: java.lang.Long =>
+      v.toString + Reflect.call(index, "metadata").flatMap(Reflect.call(_, "id"))
+        .map(id => s" of table $id").getOrElse("")
     }
   }
-
-  /** Whether `c` or a supertype of it is the class or interface named `name`. */
-  private def implements(c: Class[_], name: String): Boolean =
-    c != null && (c.getName == name || c.getInterfaces.exists(implements(_, name)) ||
-      implements(c.getSuperclass, name))
-
-  /** `target.method()` by reflection: None when it has no such public method, fails, or returns
-   * null. */
-  private def call(target: AnyRef, method: String): Option[AnyRef] =
-    try Option(target.getClass.getMethod(method).invoke(target)) catch {
-      case _: NoSuchMethodException | _: SecurityException | _: IllegalAccessException |
-           _: java.lang.reflect.InvocationTargetException => None
-    }
 
   private val VersionKey = "(?i).*(snapshot|version|timestamp-?as-?of|as-of-timestamp).*".r
 
@@ -170,8 +157,8 @@ object InputFingerprint {
   private def tableVersion(table: org.apache.spark.sql.connector.catalog.Table): Option[String] =
     TableVersionShim.version(table).orElse {
       // Iceberg's SparkTable before Spark 4.1: the snapshot it reads, on its branch
-      call(table, "snapshotId").map { id =>
-        s"snapshot $id" + call(table, "branch").map(b => s" of branch $b").getOrElse("")
+      Reflect.call(table, "snapshotId").map { id =>
+        s"snapshot $id" + Reflect.call(table, "branch").map(b => s" of branch $b").getOrElse("")
       }
     }
 
