@@ -53,6 +53,8 @@ LOCAL = {
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
     "spark.sql.session.timeZone": "UTC",
+    # Delta rebuilds a table's state from its log in this many tasks (default 50): tiny tables
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 

@@ -58,7 +58,7 @@ class Job:
     def restart(self) -> None:
         """As if the driver started again: events flushed, the job's state read anew."""
         import fullwindow
-        from fullwindow.recovery import _runtime
+        from fullwindow.recovery._jobs import _runtime
 
         fullwindow.recovery.flush(self.spark)
         _runtime.close_job(os.path.join(self.dir, self.name))
@@ -111,7 +111,7 @@ def test_a_commit_between_runs_recomputes_or_fails(spark, tmp_path, fmt, caplog)
 
 
 def test_time_travel_pins_the_input(spark, tmp_path, fmt):
-    from fullwindow.recovery import _fingerprints
+    from fullwindow.recovery._jobs import _fingerprints
 
     table = make(spark, fmt, str(tmp_path), f"pinned_{fmt}")
     table.append(0, 200)

@@ -87,3 +87,82 @@ def test_each_table_history_has_one_commit_per_write(spark, resumed):
     for table, number in ((ice2, 2), (ice4, 4)):
         (commit,) = table.commits()
         assert f".{number}." in commit["summary"]["fullwindow.write-id"], commit["summary"]
+
+
+# ---- in this process: every way of writing to the two formats ------------------------------------
+
+def _writes(spark, base: str) -> dict:
+    """Each write form once, in order (all write the same 30 rows); returns how to read each
+    target's history: name -> Table."""
+    from pyspark.sql import functions as F
+
+    from tables import DeltaTable, IcebergTable
+
+    rows = spark.range(0, 30, 1, 2).selectExpr("id % 3 AS k", "id AS v")
+    path = lambda name: os.path.join(base, name)  # noqa: E731
+    rows.write.format("delta").mode("append").save(path("d_save"))
+    rows.write.format("delta").mode("overwrite").save(path("d_overwrite"))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS d_sql (k long, v long) USING delta "
+              f"LOCATION '{path('d_sql')}'")
+    rows.createOrReplaceTempView("lake_rows")
+    spark.sql("INSERT INTO d_sql SELECT * FROM lake_rows")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS d_to (k long, v long) USING delta "
+              f"LOCATION '{path('d_to')}'")
+    rows.writeTo("d_to").append()
+    for t in ("i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save"):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS ice.db.{t} (k long, v long) USING iceberg "
+                  "PARTITIONED BY (k)")
+    rows.writeTo("ice.db.i_append").append()
+    rows.writeTo("ice.db.i_overwrite").overwrite(F.lit(True))
+    rows.writeTo("ice.db.i_dynamic").overwritePartitions()
+    spark.sql("INSERT INTO ice.db.i_sql SELECT * FROM lake_rows")
+    spark.sql("INSERT OVERWRITE ice.db.i_sql_overwrite SELECT * FROM lake_rows")
+    rows.write.format("iceberg").mode("append").save("ice.db.i_save")
+    spark.sql("CREATE TABLE IF NOT EXISTS ice.db.i_ctas USING iceberg AS SELECT * FROM lake_rows")
+    rows.writeTo("ice.db.i_rtas").using("iceberg").createOrReplace()
+    tables = {n: DeltaTable(spark, path(n)) for n in ("d_save", "d_overwrite", "d_sql", "d_to")}
+    tables.update({n: IcebergTable(spark, n) for n in (
+        "i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save", "i_ctas",
+        "i_rtas")})
+    return tables
+
+
+def test_every_write_form_is_skipped_from_the_tables_own_record(spark, tmp_path):
+    """Each form writes once; the job then "restarts" with its own records of the writes gone
+    (as if it had died before making them durable): every write is skipped, told by the table
+    alone, and no table gains a commit."""
+    import fullwindow
+    from fullwindow.recovery import job_events
+    from fullwindow.recovery._jobs import _runtime
+
+    rec = str(tmp_path / "recovery")
+    conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": rec,
+            "spark.fullwindow.recovery.jobId": "lake-forms",
+            "spark.fullwindow.eventStore.flushInterval": "100ms"}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        fullwindow.recovery.start(spark)
+        tables = _writes(spark, str(tmp_path))
+        history = {n: t.commits() for n, t in tables.items()}
+        # one commit per write (and Delta's CREATE TABLE of the two catalog tables)
+        writes = {n: [c["operation"] for c in h if c["operation"] != "CREATE TABLE"]
+                  for n, h in history.items()}
+        assert all(len(w) == 1 for w in writes.values()), writes
+        fullwindow.recovery.flush(spark)
+        _runtime.close_job(os.path.join(rec, "lake-forms"))
+        for name in glob.glob(os.path.join(rec, "lake-forms", "writes", "*")):
+            os.remove(name)
+        fullwindow.recovery.start(spark)
+        _writes(spark, str(tmp_path))
+        assert {n: t.commits() for n, t in tables.items()} == history
+        fullwindow.recovery.flush(spark)
+        skipped = [(e["number"], e["sink"], e["reason"]) for e in job_events(rec, "lake-forms")
+                   if e["type"] == "writeSkipped"]
+        kinds = ["delta"] * 4 + ["iceberg"] * 8
+        assert skipped == [(n, kind, f"the {kind} sink holds its commit")
+                           for n, kind in enumerate(kinds, start=1)], skipped
+    finally:
+        fullwindow.recovery.cleanup(spark)
+        for k in conf:
+            spark.conf.unset(k)

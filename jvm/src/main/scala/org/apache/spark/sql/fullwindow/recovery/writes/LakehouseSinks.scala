@@ -1,16 +1,19 @@
 package org.apache.spark.sql.fullwindow.recovery.writes
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.analysis.NamedRelation
 import org.apache.spark.sql.catalyst.plans.logical.{AppendData, CreateTableAsSelect, LogicalPlan, OverwriteByExpression, OverwritePartitionsDynamic, ReplaceTableAsSelect, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
 import org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.fullwindow.recovery.Reflect
 import org.apache.spark.sql.fullwindow.shims.SparkShims.SparkSession
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /**
  * The writes of a recovered job into Delta Lake and Apache Iceberg tables ([[TableSinks]]): both
@@ -65,16 +68,36 @@ object LakehouseSinks {
   private[writes] def load(catalog: TableCatalog, ident: Identifier): Option[Table] =
     try Some(catalog.loadTable(ident)) catch { case NonFatal(_) => None }
 
-  /** `plan` with `options` added to its write options (V2 writes, CTAS, RTAS). */
+  /** `plan` with `options` added to its write options (V2 writes, CTAS, RTAS). A V2 write
+   * carries its options in the command (`writeTo`), in the relation it writes (SQL), or the same
+   * ones in both (`DataFrameWriter`), and Spark requires that to stay so (`V2Writes`): they go
+   * where the write has options already (both when it has none). */
   private[writes] def withWriteOptions(plan: LogicalPlan, options: Map[String, String]): LogicalPlan =
     plan match {
-      case a: AppendData => a.copy(writeOptions = a.writeOptions ++ options)
-      case o: OverwriteByExpression => o.copy(writeOptions = o.writeOptions ++ options)
-      case o: OverwritePartitionsDynamic => o.copy(writeOptions = o.writeOptions ++ options)
+      case a: AppendData =>
+        val (o, t) = both(a.writeOptions, a.table, options)
+        a.copy(writeOptions = o, table = t)
+      case w: OverwriteByExpression =>
+        val (o, t) = both(w.writeOptions, w.table, options)
+        w.copy(writeOptions = o, table = t)
+      case w: OverwritePartitionsDynamic =>
+        val (o, t) = both(w.writeOptions, w.table, options)
+        w.copy(writeOptions = o, table = t)
       case c: CreateTableAsSelect => c.copy(writeOptions = c.writeOptions ++ options)
       case r: ReplaceTableAsSelect => r.copy(writeOptions = r.writeOptions ++ options)
       case p => p
     }
+
+  private def both(command: Map[String, String], table: NamedRelation,
+      options: Map[String, String]): (Map[String, String], NamedRelation) = table match {
+    case r: DataSourceV2Relation =>
+      val relation = r.options.asCaseSensitiveMap().asScala.toMap
+      val withOptions = r.copy(options = new CaseInsensitiveStringMap((relation ++ options).asJava))
+      if (relation.isEmpty) (command ++ options, r)
+      else if (command.isEmpty) (command, withOptions)
+      else (command ++ options, withOptions)
+    case other => (command ++ options, other)
+  }
 }
 
 /**
