@@ -17,8 +17,9 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
                        catalog), iceberg, icebergOverwrite (writeTo(...).append() or
                        .overwrite(true) into ice.db.t<i>, an Iceberg table of the Hadoop catalog
-                       ``ice`` whose warehouse is OUT/iceberg): tests/lakehouse, which gives
-FULLWINDOW_LAKE_JARS   the folder of the Delta and Iceberg jars (tests/lakehouse/lake.py)
+                       ``ice``): tests/lakehouse, which gives
+FULLWINDOW_LAKE_JARS   the folder of the Delta and Iceberg jars (tests/lakehouse/lake.py), and
+LAKE_WAREHOUSE         the warehouse directory of the Iceberg catalog ``ice``
 A_WRITES               how many of the first writes write A's rows (default 1)
 FW_EXTRA_CONF          more Spark settings, as a JSON object
 FW_REMOTE, FW_CTL      as in tests/recovery_job.py: the job runs as a Spark Connect client
@@ -89,7 +90,7 @@ def main():
     if os.environ.get("FULLWINDOW_LAKE_JARS"):
         import lake  # tests/lakehouse, on the path the suite gives its jobs
 
-        spark = lake.session(os.environ["FULLWINDOW_LAKE_JARS"], os.path.join(out, "iceberg"),
+        spark = lake.session(os.environ["FULLWINDOW_LAKE_JARS"], os.environ["LAKE_WAREHOUSE"],
                              conf, app_name="recovery-writes-job")
         spark.sparkContext.setLogLevel("WARN")
     elif remote:

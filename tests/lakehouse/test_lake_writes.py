@@ -22,8 +22,11 @@ WRITES = "delta,iceberg,deltaOverwrite,icebergOverwrite"
 
 
 class LakeJob(Job):
+    warehouse = ""
+
     def options(self, writes: str = WRITES, **_) -> dict:
-        return {**super().options(writes), "A_WRITES": "2"}  # writes 1 and 2 write A's rows
+        # writes 1 and 2 write A's rows; the Iceberg tables go to the suite's warehouse
+        return {**super().options(writes), "A_WRITES": "2", "LAKE_WAREHOUSE": self.warehouse}
 
     def table(self, spark, i: int, kind: str):
         if kind.startswith("delta"):
@@ -35,11 +38,10 @@ class LakeJob(Job):
 
 
 @pytest.fixture(scope="module")
-def resumed(spark, tmp_path_factory, lake_jars):
+def resumed(spark, tmp_path_factory, warehouse):
     base = tmp_path_factory.mktemp("lake-writes")
     job = LakeJob(base, "lake-writes")
-    # the test session reads the job's Iceberg tables: its catalog ice is over the same warehouse
-    spark.conf.set("spark.sql.catalog.ice.warehouse", os.path.join(job.out, "iceberg"))
+    job.warehouse = warehouse  # the test session reads the job's Iceberg tables
     p = job.start("r1", slow=2.0, writes=WRITES)
     kill_when(p, lambda: bool(job.ran("B", "r1")))
     first = {i: job.rows_of(spark, i, kind) for i, kind in ((1, "delta"), (2, "iceberg"))}
