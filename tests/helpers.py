@@ -197,6 +197,11 @@ class RecoveryJob:
     (``start``: to be killed; ``run``: to completion), and what its event store says."""
 
     script = ""
+    #: each run writes its output to a directory of its own (``out-<name>-<run>``), so that a
+    #: run's write is a new write: a write an earlier run committed is skipped on a resume
+    #: (exactly once), and these jobs' tests are about what the full-window operations recompute
+    #: (tests/test_recovery_writes.py keeps one target across runs)
+    fresh_output = True
 
     def __init__(self, base, name: str, recovery: bool = True):
         self.base = str(base)
@@ -212,6 +217,8 @@ class RecoveryJob:
         return {}
 
     def env(self, run: str, slow: float, variant: str, **options) -> dict:
+        if self.fresh_output:
+            self.out = os.path.join(self.base, f"out-{self.name}-{run}")
         env = dict(os.environ)
         env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
                    PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, env.get("PYTHONPATH", "")]))

@@ -18,6 +18,7 @@ JOB = os.path.join(ROOT, "tests", "recovery_writes_job.py")
 
 class Job(RecoveryJob):
     script = JOB
+    fresh_output = False  # one set of targets across runs: that is the point here
 
     #: where the file writes go (None: under ``out``); a Hadoop URI for HDFS or S3
     targets: str | None = None
@@ -134,6 +135,19 @@ def test_the_commit_window(tmp_path, state):
     assert job.rows(2, "append") == B_ROWS
     assert job.ran("W2", "r2") == []
     assert any(r.startswith("2.") and r.endswith(".committed") for r in job.records())
+
+
+def test_killed_as_the_job_commit_starts(tmp_path):
+    """A real SIGKILL the moment write 2's ``committing`` marker appears: wherever in the job
+    commit the driver died (before, during or after publishing), the resumed run leaves exactly
+    B's rows, once."""
+    job = Job(tmp_path, "commit-kill")
+    p = job.start("r1", writes="append,append")
+    kill_when(p, lambda: any(".committing." in m or ".committed." in m
+                             for m in job.markers(2, "append")))
+    job.run("r2", writes="append,append")
+    assert job.rows(2, "append") == B_ROWS
+    assert job.rows(1, "append") == A_ROWS
 
 
 def test_a_commit_cut_short_is_rolled_back(tmp_path):
