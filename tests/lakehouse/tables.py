@@ -33,6 +33,12 @@ class Table:
         """The table's current version (Delta) or snapshot id (Iceberg)."""
         raise NotImplementedError
 
+    def sql_at_time(self, version) -> str:
+        """A SQL query of the table as of the time ``version`` was committed
+        (``TIMESTAMP AS OF``)."""
+        ts = next(c["time"] for c in self.commits() if c["version"] == version)
+        return f"SELECT * FROM {self.sql_name} TIMESTAMP AS OF '{ts}'"
+
     def commits(self) -> list[dict]:
         """The table's history, oldest first: per commit its version and operation."""
         raise NotImplementedError
@@ -58,14 +64,19 @@ class DeltaTable(Table):
         return self.spark.read.format("delta").option("versionAsOf", version).load(self.where)
 
     def sql_at(self, version):
-        return f"SELECT * FROM delta.`{self.where}` VERSION AS OF {version}"
+        return f"SELECT * FROM {self.sql_name} VERSION AS OF {version}"
+
+    @property
+    def sql_name(self):
+        return f"delta.`{self.where}`"
 
     def version(self):
         return self.commits()[-1]["version"]
 
     def commits(self):
-        rows = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.where}`").collect()
-        return sorted(({"version": r.version, "operation": r.operation,
+        rows = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.where}`") \
+            .selectExpr("*", "CAST(timestamp AS STRING) AS time").collect()
+        return sorted(({"version": r.version, "operation": r.operation, "time": r.time,
                         "parameters": dict(r.operationParameters or {})}
                        for r in rows),
                       key=lambda c: c["version"])
@@ -92,19 +103,25 @@ class IcebergTable(Table):
         return self.spark.read.option("versionAsOf", version).table(self.where)
 
     def sql_at(self, version):
-        return f"SELECT * FROM {self.where} VERSION AS OF {version}"
+        return f"SELECT * FROM {self.sql_name} VERSION AS OF {version}"
+
+    @property
+    def sql_name(self):
+        return self.where
 
     def version(self):
         return self.commits()[-1]["version"]
 
     def commits(self):
-        rows = self.spark.sql(f"SELECT snapshot_id, parent_id, operation, summary "
+        rows = self.spark.sql(f"SELECT snapshot_id, parent_id, operation, summary, "
+                              f"CAST(committed_at AS STRING) AS time "
                               f"FROM {self.where}.snapshots").collect()
         # oldest first along the parent links (commits in one millisecond tie on committed_at)
         child = {r.parent_id: r for r in rows}
         out, at = [], child.get(None)
         while at is not None:
             out.append({"version": at.snapshot_id, "operation": at.operation,
+                        "time": at.time,
                         "summary": dict(at.summary)})
             at = child.get(at.snapshot_id)
         return out

@@ -3,7 +3,7 @@ item 3): an operation's fingerprint covers the table version it reads (Delta's t
 Iceberg's snapshot: recovery/InputFingerprint.scala), so a commit landing on the table between a
 run and the resumed run recomputes the operation (a warning naming the table and both versions)
 or, under ``onInputChange=fail``, raises ``RecoveryInputChangedError``; a read pinned by time
-travel (``versionAsOf``, ``VERSION AS OF``) is not changed by later commits, and is recovered.
+travel (``versionAsOf``, ``VERSION AS OF``, ``TIMESTAMP AS OF``) is not changed by later commits, and is recovered.
 
 In this process, as tests/test_recovery_inputs.py does: a "restart" closes the job and reads its
 events anew. tests/lakehouse/test_lake_crash.py kills real drivers."""
@@ -118,7 +118,8 @@ def test_time_travel_pins_the_input(spark, tmp_path, fmt):
     v1 = table.version()
     table.append(200, 250)
     with Job(spark, str(tmp_path), f"pinned-{fmt}") as job:
-        reads = {"option": lambda: table.read_at(v1), "sql": lambda: spark.sql(table.sql_at(v1))}
+        reads = {"option": lambda: table.read_at(v1), "sql": lambda: spark.sql(table.sql_at(v1)),
+                 "timestamp": lambda: spark.sql(table.sql_at_time(v1))}
         before = {how: _fingerprints(_op(read()), "mapPartition", _f)[:2]
                   for how, read in reads.items()}
         for read in reads.values():
