@@ -6,8 +6,6 @@ warning naming the table and both versions; B (its table has no new snapshot) re
 committed."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from helpers import kill_when

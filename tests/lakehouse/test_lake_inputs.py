@@ -3,14 +3,14 @@ item 3): an operation's fingerprint covers the table version it reads (Delta's t
 Iceberg's snapshot: recovery/InputFingerprint.scala), so a commit landing on the table between a
 run and the resumed run recomputes the operation (a warning naming the table and both versions)
 or, under ``onInputChange=fail``, raises ``RecoveryInputChangedError``; a read pinned by time
-travel (``versionAsOf``, ``VERSION AS OF``, ``TIMESTAMP AS OF``) is not changed by later commits, and is recovered.
+travel (``versionAsOf``, ``VERSION AS OF``, ``TIMESTAMP AS OF``) is not changed by later commits,
+and is recovered.
 
 In this process, as tests/test_recovery_inputs.py does: a "restart" closes the job and reads its
 events anew. tests/lakehouse/test_lake_crash.py kills real drivers."""
 from __future__ import annotations
 
 import logging
-import os
 
 import pytest
 
@@ -31,37 +31,12 @@ def _first_node(df) -> str:
     return df._jdf.queryExecution().analyzed().toString().splitlines()[0]
 
 
-class Job:
-    """A recovery job of the shared session: its settings, a restart, its clean-up."""
+def _job(spark, tmp_path, name: str):
+    """A recovery job of the shared session (tests/test_recovery_input.py's), its
+    onInputChange reset when it ends."""
+    from test_recovery_input import Run
 
-    def __init__(self, spark, base: str, name: str, **extra: str):
-        self.spark = spark
-        self.dir = os.path.join(base, "recovery")
-        self.name = name
-        self.conf = {"spark.fullwindow.recovery.enabled": "true",
-                     "spark.fullwindow.recovery.dir": self.dir,
-                     "spark.fullwindow.recovery.jobId": name,
-                     "spark.fullwindow.eventStore.flushInterval": "100ms", **extra}
-
-    def __enter__(self):
-        for k, v in self.conf.items():
-            self.spark.conf.set(k, v)
-        return self
-
-    def __exit__(self, *exc):
-        import fullwindow
-
-        fullwindow.recovery.cleanup(self.spark)
-        for k in (*self.conf, "spark.fullwindow.recovery.onInputChange"):
-            self.spark.conf.unset(k)
-
-    def restart(self) -> None:
-        """As if the driver started again: events flushed, the job's state read anew."""
-        import fullwindow
-        from fullwindow.recovery._jobs import _runtime
-
-        fullwindow.recovery.flush(self.spark)
-        _runtime.close_job(os.path.join(self.dir, self.name))
+    return Run(spark, tmp_path, name, {"spark.fullwindow.recovery.onInputChange": "recompute"})
 
 
 @pytest.fixture(params=["delta", "iceberg"])
@@ -76,7 +51,7 @@ def test_a_commit_between_runs_recomputes_or_fails(spark, tmp_path, fmt, caplog)
     table = make(spark, fmt, str(tmp_path), f"changes_{fmt}")
     table.append(0, 300)
     v1 = table.version()
-    with Job(spark, str(tmp_path), f"changes-{fmt}") as job:
+    with _job(spark, tmp_path, f"changes-{fmt}") as job:
         assert sorted(_op(table.read()).collect()) == sorted(_f(_Rows(range(300))))
         job.restart()
         again = _op(table.read())  # unchanged: read back whole
@@ -117,7 +92,7 @@ def test_time_travel_pins_the_input(spark, tmp_path, fmt):
     table.append(0, 200)
     v1 = table.version()
     table.append(200, 250)
-    with Job(spark, str(tmp_path), f"pinned-{fmt}") as job:
+    with _job(spark, tmp_path, f"pinned-{fmt}") as job:
         reads = {"option": lambda: table.read_at(v1), "sql": lambda: spark.sql(table.sql_at(v1)),
                  "timestamp": lambda: spark.sql(table.sql_at_time(v1))}
         before = {how: _fingerprints(_op(read()), "mapPartition", _f)[:2]

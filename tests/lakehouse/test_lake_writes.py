@@ -1,11 +1,11 @@
 """Delta Lake and Iceberg tables as the outputs of a recovered job (issue 43, item 3), with real
 processes: the driver of tests/recovery_writes_job.py appends A's rows to a Delta table and an
-Iceberg table (writes 1 and 2), then writes B's rows with an overwrite of each (writes 3 and 4),
-and is killed with SIGKILL while B computes (inside write 3; A_WRITES=2). The job's own records of writes 1
-and 2 are then deleted, as if it had died between the tables' commits and those records: the
-resumed run must still skip them, told by the tables themselves (Delta's transaction of the
-write's app id, Iceberg's snapshot summary property), and write 3 and 4 once. Each table's
-history then shows one commit per write."""
+Iceberg table (writes 1 and 2: A_WRITES=2), then writes B's rows with an overwrite of each
+(writes 3 and 4), and is killed with SIGKILL while B computes (inside write 3). The job's own
+records of writes 1 and 2 are then deleted, as if it had died between the tables' commits and
+those records: the resumed run must still skip them, told by the tables themselves (Delta's
+transaction of the write's app id, Iceberg's snapshot summary property), and write 3 and 4 once.
+Each table's history then shows one commit per write."""
 from __future__ import annotations
 
 import glob
@@ -78,8 +78,8 @@ def test_each_table_history_has_one_commit_per_write(spark, resumed):
         [("WRITE", "Overwrite")]
     # the txn action of each commit: the write's app id (Delta's idempotent writes)
     for table, number in ((delta1, 1), (delta3, 3)):
-        txns = [json.loads(line)["txn"] for f in sorted(glob.glob(f"{table.where}/_delta_log/*.json"))
-                for line in open(f) if '"txn"' in line]
+        logs = sorted(glob.glob(f"{table.where}/_delta_log/*.json"))
+        txns = [json.loads(line)["txn"] for f in logs for line in open(f) if '"txn"' in line]
         assert len(txns) == 1 and txns[0]["version"] == number, txns
         assert txns[0]["appId"].startswith("fullwindow/lake-writes-") and \
             f".{number}." in txns[0]["appId"]

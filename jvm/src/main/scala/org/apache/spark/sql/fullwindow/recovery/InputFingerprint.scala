@@ -140,9 +140,8 @@ object InputFingerprint {
    * table's; Delta before 2.0 named the version `tableVersion`. By reflection: the jar does not
    * depend on Delta. */
   private def deltaVersion(index: FileIndex): Option[String] = {
-    val method = if (Reflect.implements(index.getClass, "org.apache.spark.sql.delta.SnapshotDescriptor")) {
-      "version"
-    } else "tableVersion"
+    val descriptor = "org.apache.spark.sql.delta.SnapshotDescriptor"
+    val method = if (Reflect.implements(index.getClass, descriptor)) "version" else "tableVersion"
     Reflect.call(index, method).collect { case v: java.lang.Long =>
       v.toString + Reflect.call(index, "metadata").flatMap(Reflect.call(_, "id"))
         .map(id => s" of table $id").getOrElse("")

@@ -9,7 +9,8 @@ import java.lang.reflect.{InvocationTargetException, Method, Modifier}
  */
 private[fullwindow] object Reflect {
   private val boxes: Map[Class[_], Class[_]] = Map(
-    java.lang.Boolean.TYPE -> classOf[java.lang.Boolean], java.lang.Long.TYPE -> classOf[java.lang.Long],
+    java.lang.Boolean.TYPE -> classOf[java.lang.Boolean],
+    java.lang.Long.TYPE -> classOf[java.lang.Long],
     java.lang.Integer.TYPE -> classOf[java.lang.Integer])
 
   private def accepts(m: Method, args: Seq[Any]): Boolean =

@@ -51,12 +51,12 @@ object LakehouseSinks {
     }
 
   /** The catalog and identifier a CTAS or RTAS creates, and the provider it names. */
-  private[writes] def created(plan: LogicalPlan): Option[(TableCatalog, Identifier, Option[String])] =
-    plan match {
-      case c: CreateTableAsSelect => ctasTarget(c.name, c.tableSpec.provider)
-      case r: ReplaceTableAsSelect => ctasTarget(r.name, r.tableSpec.provider)
-      case _ => None
-    }
+  private[writes] def created(
+      plan: LogicalPlan): Option[(TableCatalog, Identifier, Option[String])] = plan match {
+    case c: CreateTableAsSelect => ctasTarget(c.name, c.tableSpec.provider)
+    case r: ReplaceTableAsSelect => ctasTarget(r.name, r.tableSpec.provider)
+    case _ => None
+  }
 
   private def ctasTarget(name: LogicalPlan, provider: Option[String]) = name match {
     case org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier(c: TableCatalog, ident) =>
@@ -72,7 +72,8 @@ object LakehouseSinks {
    * carries its options in the command (`writeTo`), in the relation it writes (SQL), or the same
    * ones in both (`DataFrameWriter`), and Spark requires that to stay so (`V2Writes`): they go
    * where the write has options already (both when it has none). */
-  private[writes] def withWriteOptions(plan: LogicalPlan, options: Map[String, String]): LogicalPlan =
+  private[writes] def withWriteOptions(plan: LogicalPlan,
+      options: Map[String, String]): LogicalPlan =
     plan match {
       case a: AppendData =>
         val (o, t) = both(a.writeOptions, a.table, options)
