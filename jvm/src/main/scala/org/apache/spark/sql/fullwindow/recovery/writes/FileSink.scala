@@ -73,8 +73,12 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
     val conf = session.sessionState.newHadoopConf()
     val dir = new Path(path, FileSink.MarkerDir)
     val fs = dir.getFileSystem(conf)
-    val dead = markers(session).map(_._1).filter(n => n.startsWith(w.numberPrefix) &&
-      !n.contains(".committed."))
+    val names = markers(session).map(_._1).filter(_.startsWith(w.numberPrefix))
+    // a write id with a committed marker is no dead run's (its started / committing markers
+    // stay beside it: the commit does not delete them, one request less each)
+    val done = names.filter(_.contains(".committed.")).map(n => n.substring(0, n.indexOf(".committed.")))
+    val dead = names.filter(n => !n.contains(".committed.") &&
+      !done.exists(id => n.startsWith(id + ".")))
     val uuids = dead.flatMap(FileSink.uuidOf).distinct
     if (uuids.nonEmpty) {
       val files = uuids.flatMap(u => FileSink.published(path, u, conf))
@@ -181,12 +185,15 @@ object FileSink {
     out.result()
   }
 
-  def writeText(p: Path, text: String, conf: Configuration): Unit = {
+  /** Writes `text` to `p` (replacing it); `durable`: synced to storage before it is closed
+    * (the markers in a target are not: they are as durable as the files the same commit
+    * publishes, which Hadoop's commit does not sync either). */
+  def writeText(p: Path, text: String, conf: Configuration, durable: Boolean = false): Unit = {
     val fs = p.getFileSystem(conf)
     val out = fs.create(p, true)
     try {
       out.write(text.getBytes(StandardCharsets.UTF_8))
-      DurableCommit.sync(out)
+      if (durable) DurableCommit.sync(out)
     } finally out.close()
   }
 
@@ -234,9 +241,6 @@ class FullWindowCommitProtocol(jobId: String, path: String, dynamicPartitionOver
     FileSink.writeText(marker("committing"), staged.toString, conf)
     inner.commitJob(jobContext, taskCommits)
     FileSink.writeText(marker("committed"), staged.toString, conf)
-    val fs = root.getFileSystem(conf)
-    Seq("started", "committing").foreach(s =>
-      try fs.delete(marker(s), false) catch { case NonFatal(_) => })
   }
 
   override def abortJob(jobContext: JobContext): Unit = {

@@ -187,7 +187,7 @@ object RecoveredWrites extends Logging {
         s""""sink":"${sink.kind}","target":"${esc(sink.target)}","mode":"${esc(sink.mode)}",""" +
         s""""appId":"${esc(session.sparkContext.applicationId)}",""" +
         s""""time":${System.currentTimeMillis()}}""",
-      session.sessionState.newHadoopConf())
+      session.sessionState.newHadoopConf(), durable = true)
   }
 
   /** Runs write command `plan` now, with `settings` set on the session while it runs. */
