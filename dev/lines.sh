@@ -21,3 +21,11 @@ fw_python() {  # the python of LINE's venv
 fw_connect_path() {  # what the Spark Connect smoke suite of LINE adds to PYTHONPATH (dev/venvs)
   if [ -d ".venvs/spark-$1-connect" ]; then echo "$PWD/.venvs/spark-$1-connect"; fi
 }
+# The lakehouse suite (tests/lakehouse: Delta Lake and Iceberg tables as inputs and outputs of
+# recovered jobs) runs on the newest line that both have a release for: Delta 4.4.0 is built for
+# Spark 4.0, 4.1 and 4.2 (io.delta:delta-spark_<line>_2.13; the delta-spark wheel takes pyspark
+# 4.0.1 to 4.2.0), Iceberg 1.12.0 for Spark 3.5 and 4.1 (iceberg-spark-runtime-<line>_2.13; no
+# 4.2 or 4.3 runtime yet). dev/lakehouse/fetch gets them; dev/notes/issue-43-lakehouse.md says more.
+FW_LAKE_LINE=4.1
+FW_LAKE_DELTA=4.4.0
+FW_LAKE_ICEBERG=1.12.0

@@ -3,7 +3,11 @@ tests/test_recovery_inputs.py (which kills it with SIGKILL, changes an input, an
 again). Settings come from the environment:
 
 RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state
-IN_X, IN_Y             the two input directories (Parquet, one column ``id``)
+IN_X, IN_Y             the two inputs (one column ``id``): Parquet directories, or
+                       ``delta:<path>`` (a Delta table) or ``iceberg:<table>`` (in the Iceberg
+                       catalog ``ice``: tests/lakehouse/test_lake_crash.py)
+FULLWINDOW_LAKE_JARS   with Delta or Iceberg inputs: the folder of their jars (tests/lakehouse/
+LAKE_WAREHOUSE         lake.py), and the warehouse directory of the Iceberg catalog ``ice``
 OUT                    the Parquet directory the job writes
 MARKS                  a directory where each user function leaves one file per partition run
 RUN                    a name for this run, part of each marker's name
@@ -51,6 +55,15 @@ def fb(rows):
     return out
 
 
+def read(spark, spec):
+    """The input ``spec`` names (see the module's docstring)."""
+    if spec.startswith("delta:"):
+        return spark.read.format("delta").load(spec[len("delta:"):])
+    if spec.startswith("iceberg:"):
+        return spark.table(spec[len("iceberg:"):])
+    return spark.read.parquet(spec)
+
+
 def main():
     conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true",
@@ -61,12 +74,18 @@ def main():
             "spark.fullwindow.eventStore.flushInterval": "100ms"}
     if os.environ.get("ON_INPUT_CHANGE"):
         conf["spark.fullwindow.recovery.onInputChange"] = os.environ["ON_INPUT_CHANGE"]
-    spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-inputs-job")
+    if os.environ.get("FULLWINDOW_LAKE_JARS"):
+        import lake  # tests/lakehouse, on the path the suite gives its jobs
+
+        spark = lake.session(os.environ["FULLWINDOW_LAKE_JARS"], os.environ["LAKE_WAREHOUSE"],
+                             conf, app_name="recovery-inputs-job")
+    else:
+        spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-inputs-job")
     spark.sparkContext.setLogLevel("ERROR")
     schema = "op string, id long, v long"
-    b = spark.read.parquet(os.environ["IN_Y"]).repartition(4, "id") \
+    b = read(spark, os.environ["IN_Y"]).repartition(4, "id") \
         .fullWindowPartition().mapPartition(fb, schema)
-    a = spark.read.parquet(os.environ["IN_X"]).repartition(8, "id") \
+    a = read(spark, os.environ["IN_X"]).repartition(8, "id") \
         .fullWindowPartition().mapPartition(fa, schema)
     b.union(a).write.mode("overwrite").parquet(os.environ["OUT"])
     print("JOB DONE", flush=True)

@@ -12,7 +12,15 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        append, overwrite, partitioned (partitionBy, append), dynamic (dynamic
                        partition overwrite), saveAsTable, insertInto, sql (INSERT INTO), ctas (SQL's
                        CREATE TABLE AS SELECT),
-                       jdbc (Derby, a sink that keeps no record of its commits)
+                       jdbc (Derby, a sink that keeps no record of its commits);
+                       delta, deltaOverwrite (DataFrameWriter.save into a Delta table at a path,
+                       append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
+                       catalog), iceberg, icebergOverwrite (writeTo(...).append() or
+                       .overwrite(true) into ice.db.t<i>, an Iceberg table of the Hadoop catalog
+                       ``ice``): tests/lakehouse, which gives
+FULLWINDOW_LAKE_JARS   the folder of the Delta and Iceberg jars (tests/lakehouse/lake.py), and
+LAKE_WAREHOUSE         the warehouse directory of the Iceberg catalog ``ice``
+A_WRITES               how many of the first writes write A's rows (default 1)
 FW_EXTRA_CONF          more Spark settings, as a JSON object
 FW_REMOTE, FW_CTL      as in tests/recovery_job.py: the job runs as a Spark Connect client
 
@@ -66,7 +74,7 @@ def main():
             "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false",
             "spark.sql.warehouse.dir": os.path.join(out, "warehouse")}
     writes = [w for w in os.environ.get("WRITES", "append").split(",") if w]
-    if any(w in ("saveAsTable", "insertInto", "sql", "ctas") for w in writes):
+    if any(w in ("saveAsTable", "insertInto", "sql", "ctas", "deltaSql") for w in writes):
         # a catalog that outlives the driver: Hive's metastore in an embedded Derby database
         conf.update({"spark.sql.catalogImplementation": "hive",
                      "spark.hadoop.javax.jdo.option.ConnectionURL":
@@ -79,7 +87,13 @@ def main():
     if os.environ.get("FW_EXTRA_CONF"):
         conf.update(json.loads(os.environ["FW_EXTRA_CONF"]))
     remote = os.environ.get("FW_REMOTE")
-    if remote:
+    if os.environ.get("FULLWINDOW_LAKE_JARS"):
+        import lake  # tests/lakehouse, on the path the suite gives its jobs
+
+        spark = lake.session(os.environ["FULLWINDOW_LAKE_JARS"], os.environ["LAKE_WAREHOUSE"],
+                             conf, app_name="recovery-writes-job")
+        spark.sparkContext.setLogLevel("WARN")
+    elif remote:
         with open(os.path.join(os.environ["FW_CTL"], "run.json"), "w") as f:
             json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW")}, f)
         conf = {k: v for k, v in conf.items()
@@ -102,7 +116,7 @@ def main():
         return df.withColumn("v", w("v"))
 
     for i, kind in enumerate(writes, start=1):
-        rows = marked(a if i == 1 else b, i)
+        rows = marked(a if i <= int(os.environ.get("A_WRITES") or 1) else b, i)
         target = f"{os.environ.get('TARGETS') or out}/{i}-{kind}"
         if kind == "append":
             rows.write.mode("append").parquet(target)
@@ -125,6 +139,19 @@ def main():
             spark.sql(f"CREATE TABLE IF NOT EXISTS t{i} (k long, v long) USING parquet")
             rows.createOrReplaceTempView(f"src{i}")
             spark.sql(f"INSERT INTO t{i} SELECT * FROM src{i}")
+        elif kind in ("delta", "deltaOverwrite"):
+            rows.write.format("delta").mode("append" if kind == "delta" else "overwrite") \
+                .save(target)
+        elif kind == "deltaSql":
+            spark.sql(f"CREATE TABLE IF NOT EXISTS t{i} (k long, v long) USING delta")
+            rows.createOrReplaceTempView(f"src{i}")
+            spark.sql(f"INSERT INTO t{i} SELECT * FROM src{i}")
+        elif kind in ("iceberg", "icebergOverwrite"):
+            spark.sql(f"CREATE TABLE IF NOT EXISTS ice.db.t{i} (k long, v long) USING iceberg")
+            if kind == "iceberg":
+                rows.writeTo(f"ice.db.t{i}").append()
+            else:
+                rows.writeTo(f"ice.db.t{i}").overwrite(F.lit(True))
         elif kind == "jdbc":
             url = f"jdbc:derby:{os.path.join(out, 'jdbc')};create=true"
             rows.write.mode("append").jdbc(url, f"T{i}", properties={

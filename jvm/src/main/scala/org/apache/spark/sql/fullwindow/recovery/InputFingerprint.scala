@@ -11,6 +11,7 @@ import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, FileIndex, HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, FileTable}
+import org.apache.spark.sql.fullwindow.shims.TableVersionShim
 
 /**
  * What a full-window operation reads from outside the program: the listings of its file-based
@@ -30,12 +31,18 @@ import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, File
  *  - a `CatalogFileIndex` (a partitioned catalog table): every partition's files, listed through
  *    the index (its listings go to the session's file status cache, where the query's own
  *    listing finds them);
- *  - any other file index (Delta's): its table version when it has a `tableVersion` method,
- *    else the names of its input files and its size;
+ *  - any other file index: Delta's (`TahoeFileIndex`, a Delta `SnapshotDescriptor`) by the
+ *    table version it reads (the time-travelled one for `versionAsOf`), found by reflection (no
+ *    dependency on Delta); else the names of its input files and its size;
  *  - a V2 relation over a `FileTable`: its file index's listing, as above; over another table:
- *    the entries of its `properties()` and of the read's options whose key names a snapshot or a
- *    version (Iceberg's `current-snapshot-id`, time travel options). A table exposing neither is
- *    not covered.
+ *    the version the table says it is read at (`Table.version()`, Spark 4.1 on: Iceberg's
+ *    branch and snapshot, the time-travelled one for `VERSION AS OF`), else Iceberg's
+ *    `snapshotId()` and `branch()` by reflection, else the entries of its `properties()` whose
+ *    key names a snapshot or a version (`current-snapshot-id`); with the read's options whose
+ *    key names one. A table exposing none of these is not covered.
+ *
+ * A versioned input's digest is readable (`version 7`), so that a changed one is described by
+ * its versions then and now.
  *
  * One pass over each cached listing (sorted by path, then hashed): cheap at 100,000 files.
  */
@@ -117,8 +124,8 @@ object InputFingerprint {
         files))
     case other =>
       val root = readPath.map(clean).getOrElse(rootOf(other.rootPaths.map(_.toString)))
-      tableVersion(other) match {
-        case Some(v) => Some(Input(root, sha(s"version=$v"), -1, -1))
+      deltaVersion(other) match {
+        case Some(v) => Some(Input(root, versioned(v, Nil), -1, -1))
         case None =>
           val names = other.inputFiles.sorted
           Some(Input(root, sha(names.mkString("\n") + "\nsize=" + other.sizeInBytes),
@@ -126,35 +133,66 @@ object InputFingerprint {
       }
   }
 
-  /** Delta's file indexes (TahoeFileIndex) have `tableVersion: Long`: the snapshot they read. */
-  private def tableVersion(index: FileIndex): Option[Long] =
-    try {
-      val m = index.getClass.getMethod("tableVersion")
-      m.invoke(index) match {
-        case v: java.lang.Long => Some(v.longValue)
-        case _ => None
-      }
-    } catch {
-      case _: NoSuchMethodException | _: SecurityException => None
-      case _: java.lang.reflect.InvocationTargetException => None
+  /** The table version a Delta file index reads, with the table's id (a table deleted and made
+   * anew at the same path starts again at version 0): Delta's file indexes (`TahoeFileIndex`) are
+   * `org.apache.spark.sql.delta.SnapshotDescriptor`s, whose `version` is the snapshot scanned
+   * (the time-travelled one, or the table's latest at analysis) and whose `metadata.id` is the
+   * table's; Delta before 2.0 named the version `tableVersion`. By reflection: the jar does not
+   * depend on Delta. */
+  private def deltaVersion(index: FileIndex): Option[String] = {
+    val descriptor = "org.apache.spark.sql.delta.SnapshotDescriptor"
+    val method = if (Reflect.implements(index.getClass, descriptor)) "version" else "tableVersion"
+    Reflect.call(index, method).collect { case v: java.lang.Long =>
+      v.toString + Reflect.call(index, "metadata").flatMap(Reflect.call(_, "id"))
+        .map(id => s" of table $id").getOrElse("")
     }
+  }
 
   private val VersionKey = "(?i).*(snapshot|version|timestamp-?as-?of|as-of-timestamp).*".r
 
+  private val TimeTravelOption = "option (?i)(versionAsOf|timestampAsOf)=.*".r
+
+  /** The version a V2 table is read at (see the class comment), or None. */
+  private def tableVersion(table: org.apache.spark.sql.connector.catalog.Table): Option[String] =
+    TableVersionShim.version(table).orElse {
+      // Iceberg's SparkTable before Spark 4.1: the snapshot it reads, on its branch
+      Reflect.call(table, "snapshotId").map { id =>
+        s"snapshot $id" + Reflect.call(table, "branch").map(b => s" of branch $b").getOrElse("")
+      }
+    }
+
   private def ofTable(r: DataSourceV2Relation): Option[Input] = {
-    val props = Option(r.table.properties()).map(_.asScala.toSeq).getOrElse(Nil)
-    val opts = Option(r.options).map(_.asScala.toSeq).getOrElse(Nil)
-    val versions = (props.map { case (k, v) => s"property $k=$v" } ++
-      opts.map { case (k, v) => s"option $k=$v" })
-      .filter(s => VersionKey.pattern.matcher(s.takeWhile(_ != '=')).matches()).sorted
-    if (versions.isEmpty) None
-    else {
+    def named(entries: Seq[(String, String)], kind: String) = entries.collect {
+      case (k, v) if VersionKey.pattern.matcher(k).matches() => s"$kind $k=$v"
+    }.sorted
+    val opts = named(Option(r.options).map(_.asScala.toSeq).getOrElse(Nil), "option")
+    val digest = tableVersion(r.table) match {
+      // Spark's time travel options are what the version says already
+      case Some(v) =>
+        Some(versioned(v, opts.filterNot(TimeTravelOption.pattern.matcher(_).matches())))
+      case None =>
+        // the properties name the table's current snapshot, also when another one is read:
+        // only where the table says nothing else
+        val props = named(Option(r.table.properties()).map(_.asScala.toSeq).getOrElse(Nil),
+          "property")
+        if (props.isEmpty && opts.isEmpty) None else Some(sha((props ++ opts).mkString("\n")))
+    }
+    digest.map { d =>
       val name = (r.catalog.map(_.name()).toSeq ++ r.identifier.map(_.toString).toSeq) match {
         case Seq() => r.table.name()
         case parts => parts.mkString(".")
       }
-      Some(Input(clean(name), sha(versions.mkString("\n")), -1, -1))
+      Input(clean(name), d, -1, -1)
     }
+  }
+
+  private val Plain = "[A-Za-z0-9_.:=/ -]{1,300}".r
+
+  /** The digest of a versioned input: readable (`version 7`, `version branch_x_snapshot_5 with
+   * option versionAsOf=5`) when its text is plain, else `version ` and a hash. */
+  private def versioned(version: String, options: Seq[String]): String = {
+    val text = version + (if (options.isEmpty) "" else options.mkString(" with ", ", ", ""))
+    "version " + (if (Plain.pattern.matcher(text).matches()) text else sha(text))
   }
 
   /** A root for display and as a key: the paths (a few shown; many: the first, how many more and
@@ -245,6 +283,9 @@ object InputFingerprint {
         s"$root (${counted(n)} then and now; a file was replaced or modified)"
       case (root, Some(b), Some(n)) if b.files >= 0 && n.files >= 0 =>
         s"$root (then ${counted(b)}; now ${counted(n)})"
+      case (root, Some(b), Some(n)) if b.digest.startsWith("version ") &&
+          n.digest.startsWith("version ") =>
+        s"$root (${b.digest} then, ${n.digest} now)"
       case (root, _, _) => s"$root (another version)"
     }
   }
@@ -304,7 +345,7 @@ object InputFingerprint {
     putRecorded(jobDir, structure, Recorded(fingerprint, inputs))
     val esc = FullWindowRecoveryListener.escape _
     def obj(f: Input => String) = inputs.map(i => "\"" + esc(i.root) + "\":" + f(i)).mkString("{", ",", "}")
-    val digests = obj(i => "\"" + i.digest + "\"")
+    val digests = obj(i => "\"" + esc(i.digest) + "\"")
     val counts = obj(i => "[" + i.files + "," + i.bytes + "]")
     FullWindowRecoveryListener.post(
       s"""{"type":"vertexInputs","fingerprint":"${esc(fingerprint)}",""" +

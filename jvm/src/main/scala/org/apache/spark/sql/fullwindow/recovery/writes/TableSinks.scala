@@ -10,5 +10,6 @@ import org.apache.spark.sql.fullwindow.shims.SparkShims.SparkSession
  */
 object TableSinks {
   /** The table format sink of write command `plan`, if it writes to one. */
-  def of(session: SparkSession, plan: LogicalPlan): Option[WriteSink] = None
+  def of(session: SparkSession, plan: LogicalPlan): Option[WriteSink] =
+    LakehouseSinks.of(session, plan)  // LakehouseSinks.scala
 }

@@ -1,0 +1,170 @@
+"""Delta Lake and Iceberg tables as the outputs of a recovered job (issue 43, item 3), with real
+processes: the driver of tests/recovery_writes_job.py appends A's rows to a Delta table and an
+Iceberg table (writes 1 and 2: A_WRITES=2), then writes B's rows with an overwrite of each
+(writes 3 and 4), and is killed with SIGKILL while B computes (inside write 3). The job's own
+records of writes 1 and 2 are then deleted, as if it had died between the tables' commits and
+those records: the resumed run must still skip them, told by the tables themselves (Delta's
+transaction of the write's app id, Iceberg's snapshot summary property), and write 3 and 4 once.
+Each table's history then shows one commit per write."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+
+from helpers import kill_when
+from tables import DeltaTable, IcebergTable
+from test_recovery_writes import A_ROWS, B_ROWS, Job  # tests/: the writes job of the file case
+
+WRITES = "delta,iceberg,deltaOverwrite,icebergOverwrite"
+
+
+class LakeJob(Job):
+    warehouse = ""
+
+    def options(self, writes: str = WRITES, **_) -> dict:
+        # writes 1 and 2 write A's rows; the Iceberg tables go to the suite's warehouse
+        return {**super().options(writes), "A_WRITES": "2", "LAKE_WAREHOUSE": self.warehouse}
+
+    def table(self, spark, i: int, kind: str):
+        if kind.startswith("delta"):
+            return DeltaTable(spark, self.target(i, kind))
+        return IcebergTable(spark, f"t{i}")
+
+    def rows_of(self, spark, i: int, kind: str) -> list[tuple]:
+        return sorted((r.k, r.v) for r in self.table(spark, i, kind).read().collect())
+
+
+@pytest.fixture(scope="module")
+def resumed(spark, tmp_path_factory, warehouse):
+    base = tmp_path_factory.mktemp("lake-writes")
+    job = LakeJob(base, "lake-writes")
+    job.warehouse = warehouse  # the test session reads the job's Iceberg tables
+    p = job.start("r1", slow=2.0, writes=WRITES)
+    kill_when(p, lambda: bool(job.ran("B", "r1")))
+    first = {i: job.rows_of(spark, i, kind) for i, kind in ((1, "delta"), (2, "iceberg"))}
+    # the driver died after the tables committed writes 1 and 2, before it recorded them
+    records = job.records()
+    for name in records:
+        if name.split(".")[0] in ("1", "2") and name.endswith(".committed"):
+            os.remove(os.path.join(job.dir, job.name, "writes", name))
+    job.run("r2", writes=WRITES)
+    return job, first, records
+
+
+def test_appends_and_overwrites_are_written_once(spark, resumed):
+    job, first, records = resumed
+    assert first == {1: A_ROWS, 2: A_ROWS}, "writes 1 and 2 had committed before the kill"
+    assert {r.split(".")[0] + "." + r.split(".")[-1] for r in records} >= {"1.committed",
+                                                                          "2.committed"}
+    kinds = dict(enumerate(WRITES.split(","), start=1))
+    for i, kind in kinds.items():
+        assert job.rows_of(spark, i, kind) == (A_ROWS if i <= 2 else B_ROWS), (i, kind)
+    # writes 1 and 2 were skipped: nothing of A was computed again, and their rows' UDF never ran
+    assert job.ran("W1", "r2") == [] and job.ran("W2", "r2") == [] and job.ran("A", "r2") == []
+    assert job.ran("W3", "r2") and job.ran("W4", "r2")
+    log = open(job._log("r2")).read()
+    assert "write 1 of job lake-writes (delta: " in log and "the delta sink holds its commit" in log
+    assert "the iceberg sink holds its commit" in log
+
+
+def test_each_table_history_has_one_commit_per_write(spark, resumed):
+    job, _, _ = resumed
+    delta1, delta3 = job.table(spark, 1, "delta"), job.table(spark, 3, "deltaOverwrite")
+    assert [c["operation"] for c in delta1.commits()] == ["WRITE"]
+    assert [(c["operation"], c["parameters"]["mode"]) for c in delta3.commits()] == \
+        [("WRITE", "Overwrite")]
+    # the txn action of each commit: the write's app id (Delta's idempotent writes)
+    for table, number in ((delta1, 1), (delta3, 3)):
+        logs = sorted(glob.glob(f"{table.where}/_delta_log/*.json"))
+        txns = [json.loads(line)["txn"] for f in logs for line in open(f) if '"txn"' in line]
+        assert len(txns) == 1 and txns[0]["version"] == number, txns
+        assert txns[0]["appId"].startswith("fullwindow/lake-writes-") and \
+            f".{number}." in txns[0]["appId"]
+    ice2, ice4 = job.table(spark, 2, "iceberg"), job.table(spark, 4, "icebergOverwrite")
+    assert [c["operation"] for c in ice2.commits()] == ["append"]
+    assert [c["operation"] for c in ice4.commits()] == ["overwrite"]
+    for table, number in ((ice2, 2), (ice4, 4)):
+        (commit,) = table.commits()
+        assert f".{number}." in commit["summary"]["fullwindow.write-id"], commit["summary"]
+
+
+# ---- in this process: every way of writing to the two formats ------------------------------------
+
+def _writes(spark, base: str) -> dict:
+    """Each write form once, in order (all write the same 30 rows); returns how to read each
+    target's history: name -> Table."""
+    from pyspark.sql import functions as F
+
+    from tables import DeltaTable, IcebergTable
+
+    rows = spark.range(0, 30, 1, 2).selectExpr("id % 3 AS k", "id AS v")
+    path = lambda name: os.path.join(base, name)  # noqa: E731
+    rows.write.format("delta").mode("append").save(path("d_save"))
+    rows.write.format("delta").mode("overwrite").save(path("d_overwrite"))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS d_sql (k long, v long) USING delta "
+              f"LOCATION '{path('d_sql')}'")
+    rows.createOrReplaceTempView("lake_rows")
+    spark.sql("INSERT INTO d_sql SELECT * FROM lake_rows")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS d_to (k long, v long) USING delta "
+              f"LOCATION '{path('d_to')}'")
+    rows.writeTo("d_to").append()
+    for t in ("i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save"):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS ice.db.{t} (k long, v long) USING iceberg "
+                  "PARTITIONED BY (k)")
+    rows.writeTo("ice.db.i_append").append()
+    rows.writeTo("ice.db.i_overwrite").overwrite(F.lit(True))
+    rows.writeTo("ice.db.i_dynamic").overwritePartitions()
+    spark.sql("INSERT INTO ice.db.i_sql SELECT * FROM lake_rows")
+    spark.sql("INSERT OVERWRITE ice.db.i_sql_overwrite SELECT * FROM lake_rows")
+    rows.write.format("iceberg").mode("append").save("ice.db.i_save")
+    spark.sql("CREATE TABLE IF NOT EXISTS ice.db.i_ctas USING iceberg AS SELECT * FROM lake_rows")
+    rows.writeTo("ice.db.i_rtas").using("iceberg").createOrReplace()
+    tables = {n: DeltaTable(spark, path(n)) for n in ("d_save", "d_overwrite", "d_sql", "d_to")}
+    tables.update({n: IcebergTable(spark, n) for n in (
+        "i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save", "i_ctas",
+        "i_rtas")})
+    return tables
+
+
+def test_every_write_form_is_skipped_from_the_tables_own_record(spark, tmp_path):
+    """Each form writes once; the job then "restarts" with its own records of the writes gone
+    (as if it had died before making them durable): every write is skipped, told by the table
+    alone, and no table gains a commit."""
+    import fullwindow
+    from fullwindow.recovery import job_events
+    from fullwindow.recovery._jobs import _runtime
+
+    rec = str(tmp_path / "recovery")
+    conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": rec,
+            "spark.fullwindow.recovery.jobId": "lake-forms",
+            "spark.fullwindow.eventStore.flushInterval": "100ms"}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        fullwindow.recovery.start(spark)
+        tables = _writes(spark, str(tmp_path))
+        history = {n: t.commits() for n, t in tables.items()}
+        # one commit per write (and Delta's CREATE TABLE of the two catalog tables)
+        writes = {n: [c["operation"] for c in h if c["operation"] != "CREATE TABLE"]
+                  for n, h in history.items()}
+        assert all(len(w) == 1 for w in writes.values()), writes
+        fullwindow.recovery.flush(spark)
+        _runtime.close_job(os.path.join(rec, "lake-forms"))
+        for name in glob.glob(os.path.join(rec, "lake-forms", "writes", "*")):
+            os.remove(name)
+        fullwindow.recovery.start(spark)
+        _writes(spark, str(tmp_path))
+        assert {n: t.commits() for n, t in tables.items()} == history
+        fullwindow.recovery.flush(spark)
+        skipped = [(e["number"], e["sink"], e["reason"]) for e in job_events(rec, "lake-forms")
+                   if e["type"] == "writeSkipped"]
+        kinds = ["delta"] * 4 + ["iceberg"] * 8
+        assert skipped == [(n, kind, f"the {kind} sink holds its commit")
+                           for n, kind in enumerate(kinds, start=1)], skipped
+    finally:
+        fullwindow.recovery.cleanup(spark)
+        for k in conf:
+            spark.conf.unset(k)
