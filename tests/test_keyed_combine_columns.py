@@ -180,7 +180,7 @@ def test_refused_as_before(df, bad, message):
 def test_committed_then_recovered(spark, df, tmp_path):
     if is_connect(df):
         pytest.skip("recovery over Connect: tests/connect/test_connect_recovery.py")
-    from fullwindow.recovery import _runtime
+    from fullwindow.recovery._jobs import _runtime
 
     def make():
         return df.keyBy("k").fullWindowPartition().aggregate(F.count(F.lit(1)).alias("n"),

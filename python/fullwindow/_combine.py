@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DecimalType,
                                DoubleType, FloatType, IntegerType, LongType, ShortType,
@@ -385,7 +385,7 @@ def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, d
                 table[k] = add(row, acc)  # the returned accumulator is the one used
 
         def partials(table):
-            blank = [None] * (n_in + 1)
+            blank: List[Any] = [None] * (n_in + 1)
             for k, acc in table.items():
                 values = list(blank)
                 first = firsts[k]
