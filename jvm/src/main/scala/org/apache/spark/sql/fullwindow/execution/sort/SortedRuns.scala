@@ -187,17 +187,9 @@ private[execution] object SortedRuns {
   def merge(sources: Seq[SortedSource], keys: KeyWords, onEnd: () => Unit): SortedSource = {
     if (sources.length == 1) {
       val only = sources.head
-      new SortedSource {
-        def run: Int = 0
+      new Merged {
+        current = only
         def advance(): Boolean = only.advance() || { onEnd(); false }
-        def value(c: Int): Long = only.value(c)
-        def isNull(c: Int): Boolean = only.isNull(c)
-        def bytesBase(c: Int): AnyRef = only.bytesBase(c)
-        def bytesOffset(c: Int): Long = only.bytesOffset(c)
-        def bytesLength(c: Int): Int = only.bytesLength(c)
-        def recordBase: AnyRef = only.recordBase
-        def recordOffset: Long = only.recordOffset
-        def recordSize: Int = only.recordSize
       }
     } else {
       val heap = new java.util.PriorityQueue[SortedSource](sources.length,
@@ -208,24 +200,28 @@ private[execution] object SortedRuns {
           }
         })
       sources.foreach(s => if (s.advance()) heap.add(s))
-      new SortedSource {
-        private var top: SortedSource = _
-        def run: Int = 0
+      new Merged {
         def advance(): Boolean = {
-          if (top != null && top.advance()) heap.add(top)
-          top = heap.poll()
-          top != null || { onEnd(); false }
+          if (current != null && current.advance()) heap.add(current)
+          current = heap.poll()
+          current != null || { onEnd(); false }
         }
-        def value(c: Int): Long = top.value(c)
-        def isNull(c: Int): Boolean = top.isNull(c)
-        def bytesBase(c: Int): AnyRef = top.bytesBase(c)
-        def bytesOffset(c: Int): Long = top.bytesOffset(c)
-        def bytesLength(c: Int): Int = top.bytesLength(c)
-        def recordBase: AnyRef = top.recordBase
-        def recordOffset: Long = top.recordOffset
-        def recordSize: Int = top.recordSize
       }
     }
+  }
+
+  /** The merge's rows: the `current` source's current row. */
+  private abstract class Merged extends SortedSource {
+    protected var current: SortedSource = _
+    def run: Int = 0
+    def value(c: Int): Long = current.value(c)
+    def isNull(c: Int): Boolean = current.isNull(c)
+    def bytesBase(c: Int): AnyRef = current.bytesBase(c)
+    def bytesOffset(c: Int): Long = current.bytesOffset(c)
+    def bytesLength(c: Int): Int = current.bytesLength(c)
+    def recordBase: AnyRef = current.recordBase
+    def recordOffset: Long = current.recordOffset
+    def recordSize: Int = current.recordSize
   }
 }
 
