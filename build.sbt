@@ -52,7 +52,22 @@ def lineProject(line: SparkLine): Project =
       }.taskValue,
       Compile / unmanagedResourceDirectories := Seq(
         (LocalRootProject / baseDirectory).value / "jvm" / "src" / "main" / "resources"),
-      Test / unmanagedSourceDirectories := Nil,
+      // the JVM tests (jvm/src/test/scala: the columnar sorter's parts, no Spark job): the default
+      // line's project only, ScalaTest from Maven Central (the Scala library and XML are pyspark's),
+      // run in a forked JVM with the module options Spark's launcher gives
+      Test / unmanagedSourceDirectories := (if (line.name == DefaultLine)
+        Seq((LocalRootProject / baseDirectory).value / "jvm" / "src" / "test" / "scala") else Nil),
+      libraryDependencies ++= (if (line.name == DefaultLine) Seq(("org.scalatest" %%
+        "scalatest-funsuite" % "3.2.19" % Test).excludeAll(
+          ExclusionRule("org.scala-lang"), ExclusionRule("org.scala-lang.modules"))) else Nil),
+      Test / unmanagedResourceDirectories := (if (line.name == DefaultLine)
+        Seq((LocalRootProject / baseDirectory).value / "jvm" / "src" / "test" / "resources") else Nil),
+      Test / fork := true,
+      Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"), // each test's time
+      Test / javaOptions ++= Seq("-Xmx1g", "-XX:+IgnoreUnrecognizedVMOptions") ++ Seq(
+        "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
+        "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch",
+        "sun.nio.cs", "sun.security.action", "sun.util.calendar").map(p => s"--add-opens=java.base/$p=ALL-UNNAMED"),
       Compile / unmanagedJars ++=
         (sparkJarsDir((LocalRootProject / baseDirectory).value, line) * "*.jar").classpath,
       autoScalaLibrary := false,
