@@ -165,10 +165,13 @@ def test_same_results_and_batches_as_the_row_sort(spark, many, form, batch):
     make, node = FORMS[form]
     if batch:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
+    # every record through the sorts compared here (an aggregate with merge would combine first)
+    spark.conf.set("spark.fullwindow.combine.enabled", "false")
     try:
         (cplan, cols, cdf), (rplan, rows, rdf) = _both(spark, lambda: make(many))
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.unset("spark.fullwindow.combine.enabled")
     _check_plans(cplan, rplan, node)
     assert _same(cols, rows)
     assert len(cols) == 501  # 500 keys and null
