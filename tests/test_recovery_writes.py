@@ -186,6 +186,22 @@ def test_every_file_write_mode(tmp_path):
     assert all(job.ran(f"W{i}", "r2") == [] for i in range(1, 5))
 
 
+def refused_after_a_crash_before_the_record(job: "Job", run: str) -> None:
+    """Write 2 (JDBC) as a crash between its commit and the job's record leaves it (started, not
+    recorded as committed): run ``run`` with onUncheckedWrite=fail refuses it, naming the
+    setting, before it writes anything."""
+    records = os.path.join(job.dir, job.name, "writes")
+    for r in job.records():
+        if r.startswith("2.") and r.endswith(".committed"):
+            os.remove(os.path.join(records, r))
+    p = job.start(run, writes="append,jdbc",
+                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
+    assert p.wait(300) != 0
+    log = open(job._log(run)).read()
+    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE]" in log and "onUncheckedWrite" in log, log[-3000:]
+    assert job.ran("W2", run) == []
+
+
 def test_unchecked_sink(tmp_path):
     """JDBC keeps no record of its commits: a write the job recorded as committed is skipped;
     one it only recorded as started runs again (at least once), or fails under
@@ -194,15 +210,6 @@ def test_unchecked_sink(tmp_path):
     job.run("r1", writes="append,jdbc")
     job.run("r2", writes="append,jdbc")
     assert job.ran("W2", "r2") == []  # recorded as committed: skipped
-    records = os.path.join(job.dir, job.name, "writes")
-    for r in job.records():
-        if r.startswith("2.") and r.endswith(".committed"):
-            os.remove(os.path.join(records, r))
-    p = job.start("r3", writes="append,jdbc",
-                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
-    assert p.wait(300) != 0
-    log = open(job._log("r3")).read()
-    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE]" in log and "onUncheckedWrite" in log, log[-3000:]
-    assert job.ran("W2", "r3") == []
+    refused_after_a_crash_before_the_record(job, "r3")
     job.run("r4", writes="append,jdbc")
     assert job.ran("W2", "r4") != []  # rerun: at least once

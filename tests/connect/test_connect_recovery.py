@@ -16,6 +16,7 @@ import pytest
 
 from test_recovery_crash import PARTS, Job  # the classic crash tests' job
 from test_recovery_writes import A_ROWS as WRITES_A, B_ROWS as WRITES_B, Job as WritesJob
+from test_recovery_writes import refused_after_a_crash_before_the_record
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,8 +47,8 @@ def server(tmp_path_factory):
     s.cleanup()
 
 
-class ConnectJob(Job):
-    """tests/recovery_job.py (the classic crash tests' job) as a client of ``server``."""
+class _OnServer:
+    """A crash-test job (a ``helpers.RecoveryJob``) run as a client of ``server``."""
 
     def __init__(self, base, name: str, server: ConnectServer):
         super().__init__(base, name)
@@ -59,6 +60,10 @@ class ConnectJob(Job):
                if k not in _LOCAL_CONNECT_ENV}
         env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
         return env
+
+
+class ConnectJob(_OnServer, Job):
+    """tests/recovery_job.py (the classic crash tests' job) as a client of ``server``."""
 
 
 def _kill_and_resume(job: "ConnectJob", server: ConnectServer) -> tuple[str, str]:
@@ -229,18 +234,8 @@ def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
                 pass
 
 
-class ConnectWritesJob(WritesJob):
+class ConnectWritesJob(_OnServer, WritesJob):
     """tests/recovery_writes_job.py (the classic write tests' job) as a client of ``server``."""
-
-    def __init__(self, base, name: str, server: ConnectServer):
-        super().__init__(base, name)
-        self.server = server
-
-    def env(self, run: str, slow: float, variant: str, **options) -> dict:
-        env = {k: v for k, v in super().env(run, slow, variant, **options).items()
-               if k not in _LOCAL_CONNECT_ENV}
-        env.update(FW_REMOTE=self.server.url, FW_CTL=self.server.ctl)
-        return env
 
 
 def test_a_committed_write_is_not_written_again_after_the_server_is_killed(server, tmp_path):
@@ -270,13 +265,4 @@ def test_an_unchecked_write_refused_over_connect(server, tmp_path):
     run started and never recorded as finished fails, naming the setting."""
     job = ConnectWritesJob(tmp_path, "connect-jdbc", server)
     job.run("r1", writes="append,jdbc")
-    records = os.path.join(job.dir, job.name, "writes")
-    for r in job.records():
-        if r.startswith("2.") and r.endswith(".committed"):
-            os.remove(os.path.join(records, r))
-    p = job.start("r2", writes="append,jdbc",
-                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
-    assert p.wait(300) != 0
-    log = open(job._log("r2")).read()
-    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE]" in log and "onUncheckedWrite" in log, log[-3000:]
-    assert job.ran("W2", "r2") == []
+    refused_after_a_crash_before_the_record(job, "r2")

@@ -93,26 +93,29 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
         on_unchecked_write=on_unchecked_write(get(ON_UNCHECKED_WRITE)))
 
 
+def _mode(raw: Any, key: str, modes: "tuple[str, ...]", default: str, expected: str) -> str:
+    """The mode setting ``key`` names (unset: ``default``), or a ConfigurationError saying
+    ``expected``."""
+    text = str(raw if raw is not None else "").strip().lower() or default
+    if text not in modes:
+        raise ConfigurationError(f"{key} is '{raw}'; expected {expected}.")
+    return text
+
+
 def on_input_change(raw: Any) -> str:
     """The mode ``spark.fullwindow.recovery.onInputChange`` names (unset: ``recompute``)."""
-    text = str(raw if raw is not None else "").strip().lower() or DEFAULT_ON_INPUT_CHANGE
-    if text not in ON_INPUT_CHANGE_MODES:
-        raise ConfigurationError(
-            f"{ON_INPUT_CHANGE} is '{raw}'; expected recompute (an operation whose file or table "
-            "inputs changed since an earlier run is computed again, with everything depending "
-            "on it) or fail (such an operation raises RecoveryInputChangedError).")
-    return text
+    return _mode(raw, ON_INPUT_CHANGE, ON_INPUT_CHANGE_MODES, DEFAULT_ON_INPUT_CHANGE,
+                 "recompute (an operation whose file or table inputs changed since an earlier "
+                 "run is computed again, with everything depending on it) or fail (such an "
+                 "operation raises RecoveryInputChangedError)")
 
 
 def on_unchecked_write(raw: Any) -> str:
     """The mode ``spark.fullwindow.recovery.onUncheckedWrite`` names (unset: ``rerun``)."""
-    text = str(raw if raw is not None else "").strip().lower() or DEFAULT_ON_UNCHECKED_WRITE
-    if text not in ON_UNCHECKED_WRITE_MODES:
-        raise ConfigurationError(
-            f"{ON_UNCHECKED_WRITE} is '{raw}'; expected rerun (a write an earlier run started "
-            "into a sink that keeps no record of its commits, such as JDBC, runs again on a "
-            "resume: at least once) or fail (the resumed run fails at such a write).")
-    return text
+    return _mode(raw, ON_UNCHECKED_WRITE, ON_UNCHECKED_WRITE_MODES, DEFAULT_ON_UNCHECKED_WRITE,
+                 "rerun (a write an earlier run started into a sink that keeps no record of its "
+                 "commits, such as JDBC, runs again on a resume: at least once) or fail (the "
+                 "resumed run fails at such a write)")
 
 
 def _lease_timeout(raw: Any) -> float:
