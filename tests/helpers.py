@@ -232,6 +232,7 @@ class RecoveryJob:
     def env(self, run: str, slow: float, variant: str, **options) -> dict:
         if self.fresh_output:
             self.out = os.path.join(self.base, f"out-{self.name}-{run}")
+            self.runs = [r for r in getattr(self, "runs", []) if r != run] + [run]
         env = dict(os.environ)
         env.update(OUT=self.out, MARKS=self.marks, RUN=run, SLOW=str(slow), VARIANT=variant,
                    PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, env.get("PYTHONPATH", "")]))
@@ -274,6 +275,13 @@ class RecoveryJob:
                 if e["type"] == "taskFinished" and e["fingerprint"] == fp}
 
     def output(self) -> list[tuple]:
+        """The output of the last run that finished (with ``fresh_output``, each run has its own:
+        of two racing runs, the one that won)."""
+        if self.fresh_output:
+            for run in reversed(getattr(self, "runs", [])):
+                log = self._log(run)
+                if os.path.exists(log) and "JOB DONE" in open(log, errors="replace").read():
+                    return parquet_rows(os.path.join(self.base, f"out-{self.name}-{run}"))
         return parquet_rows(self.out)
 
 
