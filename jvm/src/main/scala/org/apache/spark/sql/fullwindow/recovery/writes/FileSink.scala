@@ -45,8 +45,17 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
   override def kind: String = "files"
   override def target: String = path.toString
 
-  private def markers(session: SparkSession): Seq[(String, Long)] =
-    FileSink.listMarkers(new Path(path, FileSink.MarkerDir), session.sessionState.newHadoopConf())
+  // the target's markers, listed once per write: `committed` and, when it says no, `rollback`
+  // read the same listing (neither changes the markers before the other has read them)
+  @transient private var listed: Seq[(String, Long)] = _
+
+  private def markers(session: SparkSession): Seq[(String, Long)] = {
+    if (listed == null) {
+      listed = FileSink.listMarkers(new Path(path, FileSink.MarkerDir),
+        session.sessionState.newHadoopConf())
+    }
+    listed
+  }
 
   private def tableMissing(session: SparkSession): Boolean =
     table.exists(t => !session.sessionState.catalog.tableExists(t.identifier))
