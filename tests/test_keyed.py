@@ -565,6 +565,20 @@ def test_keyed_full_windows_on_a_streaming_dataframe(spark):
         stream.keyBy("value").fullWindowPartition().mapPartition(lambda k, rows: rows, "value long")
 
 
+@pytest.mark.parametrize("operation", ["reduce", "aggregate"])
+def test_keyed_combining_windows_on_a_streaming_dataframe(spark, operation):
+    """reduce and an AggregateFunction with merge combine before the exchange on a batch input;
+    on a stream the refusal names the keyed operation, not its map side."""
+    stream = spark.readStream.format("rate").load()
+    w = stream.keyBy("value").fullWindowPartition()
+    with pytest.raises(StreamingNotSupportedError,
+                       match=rf"keyed {operation} is a full-window operation .*streaming DataFrame"):
+        if operation == "reduce":
+            w.reduce(lambda a, b: b)
+        else:
+            w.aggregate(MeanAndCount(), "mean double, n long")
+
+
 def test_bad_runtime_mode_for_keyed_reduce(df, runtime_mode):
     runtime_mode("SOMETIMES")
     with pytest.raises(fullwindow.ConfigurationError, match=r"runtimeMode is 'SOMETIMES'"):

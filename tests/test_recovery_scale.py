@@ -102,7 +102,8 @@ def _unsafe_row(i: int) -> bytes:
 
 
 def test_an_uncompressed_file_of_the_earlier_format_is_still_read(tmp_path):
-    from fullwindow.recovery import EventStore, events_dir
+    from fullwindow.recovery import EventStore
+    from fullwindow.recovery._jobdir import events_dir
 
     d = str(tmp_path / "rec")
     first = _run(d, "old", 2, 2_000, collect=True)

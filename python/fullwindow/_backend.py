@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from fullwindow._compat import (PythonEvalType, connect_dataframe, connect_execution_metrics,
-                                dataframe_schema)
+                                dataframe_schema, keep_schema)
 
 from fullwindow._jvm_errors import PLUGIN_CLASS, PLUGIN_CONF, setup_error_for_connect  # noqa: F401
 
@@ -161,6 +161,14 @@ class ClassicBackend(_Backend):
         jdf = self._fw(df).pythonPartition(df._jdf, operation, udf._jc, bool(pandas))
         return DataFrame(jdf, df.sparkSession)
 
+    def combine_input(self, df, operation, udf, schema):
+        """The map side of a keyed operation that combines (a Python partition step of output
+        ``schema``); a classic Dataset is analyzed as it is made, which costs no round trip."""
+        return self.python_partition(df, operation, udf, False)
+
+    def is_streaming(self, df) -> bool:
+        return bool(df.isStreaming)
+
     def keyed_repartition(self, df, keys):
         spark = df.sparkSession
         return DataFrame(self._fw(df).keyedRepartition(df._jdf, self._strings(spark, keys)), spark)
@@ -207,19 +215,22 @@ class ConnectBackend(_Backend):
         return UserDefinedFunction
 
     def _build(self, df, fill: Callable[[Any, Any], None], others: Sequence[Any] = (),
-               python: bool = False):
+               python: bool = False, schema: Optional[StructType] = None):
         """A Connect DataFrame over ``df`` whose plan is a FullWindowRelation that ``fill(rel,
         client)`` completes; analyzed at once (one round trip), so that a bad argument fails
         here with the same error as on a classic session, not at the first action. The
         session's first operation checks the server's jar version (one round trip); its first
-        ``python`` one sends the package to the session's workers where they lack it."""
+        ``python`` one sends the package to the session's workers where they lack it. With
+        ``schema`` (a step inside one operation whose output schema is known), nothing is asked:
+        the operation's result is analyzed with it, and that analysis reports its errors."""
         from fullwindow._connect.artifact import prepare
         from fullwindow._connect.plan import FullWindowPlan
 
         session = df.sparkSession
         prepare(session, python)
         out = connect_dataframe(FullWindowPlan(df._plan, fill, [o._plan for o in others]), session)
-        dataframe_schema(out)  # analyze now (and keep the schema where the client does not)
+        if schema is None or not keep_schema(out, schema):
+            dataframe_schema(out)  # analyze now (and keep the schema where the client does not)
         return out
 
     @staticmethod
@@ -237,12 +248,23 @@ class ConnectBackend(_Backend):
             rel.aggregate.columns.extend(self._expr(client, c) for c in columns)
         return self._build(df, fill)
 
-    def python_partition(self, df, operation, udf, pandas):
+    def python_partition(self, df, operation, udf, pandas, schema=None):
         def fill(rel, client):
             rel.python_partition.operation = operation
             rel.python_partition.udf = self._expr(client, udf)
             rel.python_partition.pandas = bool(pandas)
-        return self._build(df, fill, python=True)
+        return self._build(df, fill, python=True, schema=schema)
+
+    def combine_input(self, df, operation, udf, schema):
+        """The map side of a keyed operation that combines, not analyzed on its own: its schema
+        is ``schema``, and the keyed step above it is analyzed whole (one round trip for the
+        operation, as without the combine)."""
+        return self.python_partition(df, operation, udf, False, schema)
+
+    def is_streaming(self, df) -> bool:
+        """False: asking costs a round trip, and a stream is refused anyway when the
+        operation's plan is analyzed (the top full-window node, the keyed step, is named)."""
+        return False
 
     def keyed_repartition(self, df, keys):
         def fill(rel, client):

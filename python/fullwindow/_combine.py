@@ -68,8 +68,9 @@ class Bound:
 def bound_of(df: Any) -> Optional[Bound]:
     """The combine bound in force for an operation on ``df``, read when it is defined; None when
     its records must all cross the exchange: the switch is off, the runtime mode is not BATCH
-    (a STREAMING full window is refused by the analyzer as before), or ``df`` is a stream."""
-    from fullwindow._backend import conf_get
+    (a STREAMING full window is refused by the analyzer as before), or ``df`` is known to be a
+    stream (on Connect a stream is refused when the operation's plan is analyzed)."""
+    from fullwindow._backend import backend, conf_get
     from fullwindow.recovery.eventstore import _parse_size
 
     spark = df.sparkSession
@@ -79,7 +80,7 @@ def bound_of(df: Any) -> Optional[Bound]:
     if raw == "false":
         return None
     mode = (conf_get(spark, "spark.fullwindow.runtimeMode", "AUTOMATIC") or "AUTOMATIC")
-    if mode.strip().upper() not in ("AUTOMATIC", "BATCH") or df.isStreaming:
+    if mode.strip().upper() not in ("AUTOMATIC", "BATCH") or backend(df).is_streaming(df):
         return None
     keys_raw = conf_get(spark, MAX_KEYS, None)
     try:

@@ -489,6 +489,21 @@ def dataframe_schema(df: Any) -> StructType:
     return df.schema
 
 
+def keep_schema(df: Any, schema: StructType) -> bool:
+    """Gives a Spark Connect DataFrame whose schema is known (a step inside one operation) that
+    schema, so that asking for it costs no round trip: beside the DataFrame on 3.5, as
+    :func:`dataframe_schema` keeps it; in the client's own cache from 4.0 (``_cached_schema``,
+    which pyspark's client itself copies onto derived DataFrames). False where neither exists:
+    the schema will be asked of the server."""
+    if _CONNECT_DF and isinstance(df, _CONNECT_DF):
+        df.__dict__["_fullwindow_schema"] = schema
+        return True
+    if "_cached_schema" in df.__dict__:
+        df.__dict__["_cached_schema"] = schema
+        return True
+    return False
+
+
 def connect_dataframe(plan: Any, session: Any) -> Any:
     """A Spark Connect DataFrame over a client-side logical plan: ``DataFrame(plan, session)``
     from 4.0; 3.5's constructor takes only the session, and ``DataFrame.withPlan`` sets the plan."""

@@ -134,8 +134,8 @@ def _keyed_combined(df: DataFrame, keys: tuple[str, ...], operation: str, partia
     label = f"keyed {operation}"
     be = backend(df)
     combiner = _udf_column(df, label, partial, make_combiner, func)
-    combined = be.python_partition(df, f"keyed{operation[:1].upper()}{operation[1:]}Combine",
-                                   combiner, False)
+    combined = be.combine_input(df, f"keyed{operation[:1].upper()}{operation[1:]}Combine",
+                                combiner, partial)
     column = _udf_column(combined, label, schema, make_merger, func)
     out = be.keyed_python(combined, operation, keys, column, False)
     return _recoverable(out, label, keys, func)

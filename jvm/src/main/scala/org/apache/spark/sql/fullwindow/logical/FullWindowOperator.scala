@@ -9,4 +9,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 trait FullWindowOperator { self: LogicalPlan =>
   /** The user-facing name of the operation, as errors and explain() show it. */
   def operationName: String
+
+  /** The operation the user called, as errors name it: `operationName` but for a step that
+   *  runs inside another operation. */
+  def userOperation: String = operationName
 }

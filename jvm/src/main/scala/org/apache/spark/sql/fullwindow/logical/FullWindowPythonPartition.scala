@@ -25,9 +25,20 @@ case class FullWindowPythonPartition(
   override lazy val references: AttributeSet = child.outputSet
 
   override def nodeName: String = "FullWindow" + operationName.capitalize
+
+  /** The map side of a keyed reduce or aggregate that combines (`keyedReduceCombine`) is named
+   *  for the keyed operation. */
+  override def userOperation: String = operationName match {
+    case FullWindowPythonPartition.CombineStep(op) => s"keyed ${op.head.toLower}${op.tail}"
+    case other => other
+  }
   override def simpleString(maxFields: Int): String =
     FullWindowExplain.line(nodeName, maxFields, "function" -> func, "output" -> output)
 
   override protected def withNewChildInternal(newChild: LogicalPlan): FullWindowPythonPartition =
     copy(child = newChild)
+}
+
+object FullWindowPythonPartition {
+  private val CombineStep = "keyed([A-Z][A-Za-z]*)Combine".r
 }

@@ -46,7 +46,7 @@ class CheckFullWindowRuntimeMode(session: SparkSession) extends (LogicalPlan => 
 
   /** The user-facing operation a node is, if it is a full-window one. */
   private def operationOf(node: LogicalPlan): Option[String] = node match {
-    case op: FullWindowOperator => Some(op.operationName)
+    case op: FullWindowOperator => Some(op.userOperation)
     case a: Aggregate if FullWindowAggregates.isFullWindow(a) => Some("aggregate")
     case _ => None
   }
