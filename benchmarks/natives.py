@@ -430,29 +430,3 @@ def reduce_last_plus(a, b):
 def rdd_reduce_by_key(df: DataFrame) -> int:
     """``rdd.reduceByKey`` with the reduce cases' function over the records keyed by k."""
     return df.rdd.map(lambda r: (r[0], r)).reduceByKey(reduce_last_plus).count()
-
-
-def python_pass_floor() -> Native:
-    """The floor of every per-record Python form of the (k, v, x) aggregate and reduce cases:
-    ``mapInArrow`` over the input with no exchange and no sort, each record made a Python object
-    (a namedtuple: the cheapest one with named fields) and folded into a per-key dict with the
-    cases' own add; one small batch out per partition. What any form that calls a Python
-    function per record pays at the least, before exchanging anything."""
-    from collections import namedtuple
-
-    rec = namedtuple("rec", "k v x")
-
-    def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table: dict = {}
-        get = table.get
-        for b in batches:
-            for r in map(rec._make, zip(*(c.to_pylist() for c in b.columns))):
-                table[r.k] = count_sum_add(get(r.k, (0, 0.0)), r)
-        yield pa.RecordBatch.from_pylist(
-            [{"k": k, "n": n, "s": s} for k, (n, s) in table.items()],
-            schema=count_sum_arrow(pa.int64()))
-
-    return Native("per-record Python pass (mapInArrow: a namedtuple and add per record, "
-                  "a dict per key; no exchange)",
-                  lambda data: run_noop(data.mapInArrow(fold, COUNT_SUM_SCHEMA)),
-                  "MapInArrow|PythonMapInArrow")

@@ -24,14 +24,13 @@ from fullwindow import AggregateFunction
 from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality_long,
                              parquet_input, random_long, run_noop)
 from benchmarks.natives import (count_sum_add, count_sum_merge, keyed_aggregate_natives,
-                                python_pass_floor, rdd_aggregate_by_key, rdd_reduce_by_key,
-                                reduce_last_plus)
+                                rdd_aggregate_by_key, rdd_reduce_by_key, reduce_last_plus)
 from benchmarks.registry import Case, register
 
 GROUP = "keyed"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
 _PYTHON_1G = {**_CONF, "spark.executor.pyspark.memory": "1g"}
-_FLOORS = (*key_floors("k"), python_pass_floor())
+_FLOORS = key_floors("k")
 
 
 class CountSum(AggregateFunction):
