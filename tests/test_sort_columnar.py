@@ -210,13 +210,15 @@ def test_plain_order_arguments_and_one_row(spark, data, tmp_path):
     assert_like_native(same, [("l", "asc"), ("dbl", "desc")], tie_break=False)
 
 
-def _bytes_columns(big_id: int):
-    """A string column (nulls, empty strings, multi-byte UTF-8, and at `big_id` a value of 1.4 MB,
-    over the sorter's 1 MiB byte page) and a binary column (nulls, empty values, zero bytes)."""
+def _bytes_columns(big_id: int, width: int = 40):
+    """A string column (nulls, empty strings, multi-byte UTF-8, up to `width` + 12 characters, and
+    at `big_id` a value of 1.4 MB, over the sorter's 1 MiB byte page) and a binary column (nulls,
+    empty values, zero bytes)."""
     big = F.concat(F.expr("repeat('\u00fc', 700000)"), F.col("id").cast("string"))
     s = (F.when(F.col("id") % 11 == 0, None).when(F.col("id") % 7 == 0, F.lit(""))
          .when(F.col("id") == big_id, big)
-         .otherwise(F.concat(F.lit("\u00e9\u65e5"), F.expr("repeat('x', cast(id % 40 as int))"),
+         .otherwise(F.concat(F.lit("\u00e9\u65e5"),
+                             F.expr(f"repeat('x', cast(id % {width} as int))"),
                              F.col("id").cast("string"))))
     b = (F.when(F.col("id") % 13 == 0, None)
          .when(F.col("id") % 5 == 0, F.expr("cast('' as binary)"))
@@ -553,13 +555,16 @@ def test_partition_larger_than_memory_sorts_in_runs(small_memory, spec):
 
 
 def test_string_columns_across_runs(small_memory, tmp_path):
-    # 100,000 rows a partition of two longs, a string and a binary column: chunks of 3.7 MB and
-    # the strings' pages do not fit a task's share, so runs on disk carry the strings (and the
-    # 1.4 MB value, a block of its own), merged exactly as sortWithinPartitions sorts
+    # 100,000 rows a partition of two longs, a string (about 170 bytes on average) and a binary
+    # column: over 20 MB a partition, more than the whole pool, so runs on disk carry the strings
+    # (and the 1.4 MB value, a block of its own) even when a task runs alone (with its stage's
+    # other task done or not yet started, a task may take the whole pool), merged exactly as
+    # sortWithinPartitions sorts
     spark, _ = small_memory
     path = str(tmp_path / "str_runs")
     spark.range(0, 200_000, 1, 2).select(
-        "id", F.xxhash64("id").alias("k"), *_bytes_columns(big_id=70_001)).write.parquet(path)
+        "id", F.xxhash64("id").alias("k"),
+        *_bytes_columns(big_id=70_001, width=320)).write.parquet(path)
     # (k: no ties, so the order is exact without a tie-break)
     ours = assert_like_native(spark.read.parquet(path), [("k", "desc")], tie_break=False)
     m = fullwindow.operator_metrics(ours)
