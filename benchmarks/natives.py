@@ -430,3 +430,21 @@ def reduce_last_plus(a, b):
 def rdd_reduce_by_key(df: DataFrame) -> int:
     """``rdd.reduceByKey`` with the reduce cases' function over the records keyed by k."""
     return df.rdd.map(lambda r: (r[0], r)).reduceByKey(reduce_last_plus).count()
+
+
+def arrow_handoff_floor() -> Native:
+    """A floor of every Python form of the keyed_combine cases: the input handed to Python
+    workers as Arrow batches (``mapInArrow``) that read each batch and return nothing; no
+    exchange, no per-record work. What ours' map side pays before its first ``add``
+    (benchmarks/record_floor.py gives the per-record Python that comes on top)."""
+    def drain(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = 0
+        for b in batches:
+            rows += b.num_rows
+        yield pa.RecordBatch.from_pylist([{"k": rows, "n": 0, "s": 0.0}],
+                                         schema=count_sum_arrow(pa.int64()))
+
+    return Native("Arrow hand-off to Python (mapInArrow reading every batch; no per-record "
+                  "work, no exchange)",
+                  lambda data: run_noop(data.mapInArrow(drain, COUNT_SUM_SCHEMA)),
+                  "MapInArrow|PythonMapInArrow")

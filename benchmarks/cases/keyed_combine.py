@@ -23,14 +23,15 @@ from fullwindow import AggregateFunction
 
 from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality_long,
                              parquet_input, random_long, run_noop)
-from benchmarks.natives import (count_sum_add, count_sum_merge, keyed_aggregate_natives,
-                                rdd_aggregate_by_key, rdd_reduce_by_key, reduce_last_plus)
+from benchmarks.natives import (arrow_handoff_floor, count_sum_add, count_sum_merge,
+                                keyed_aggregate_natives, rdd_aggregate_by_key, rdd_reduce_by_key,
+                                reduce_last_plus)
 from benchmarks.registry import Case, register
 
 GROUP = "keyed"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
 _PYTHON_1G = {**_CONF, "spark.executor.pyspark.memory": "1g"}
-_FLOORS = key_floors("k")
+_FLOORS = (*key_floors("k"), arrow_handoff_floor())
 
 
 class CountSum(AggregateFunction):
