@@ -74,7 +74,9 @@ class DeltaTable(Table):
         return self.commits()[-1]["version"]
 
     def commits(self):
-        rows = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.where}`") \
+        from delta.tables import DeltaTable as Delta  # the delta-spark package
+
+        rows = Delta.forPath(self.spark, self.where).history() \
             .selectExpr("*", "CAST(timestamp AS STRING) AS time").collect()
         return sorted(({"version": r.version, "operation": r.operation, "time": r.time,
                         "parameters": dict(r.operationParameters or {})}
