@@ -102,6 +102,13 @@ class IcebergTable(Table):
         return self.spark.table(self.where)
 
     def read_at(self, version):
+        import pyspark
+
+        if pyspark.__version__.startswith("3."):
+            # Spark 3.5's DataFrameReader.table() drops the time travel options of a V2 table
+            # (it reads the latest snapshot); its load() applies them
+            return self.spark.read.format("iceberg").option("versionAsOf", version) \
+                .load(self.where)
         return self.spark.read.option("versionAsOf", version).table(self.where)
 
     def sql_at(self, version):
