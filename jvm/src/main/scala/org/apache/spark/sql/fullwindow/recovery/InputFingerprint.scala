@@ -39,7 +39,8 @@ import org.apache.spark.sql.fullwindow.shims.TableVersionShim
  *    branch and snapshot, the time-travelled one for `VERSION AS OF`), else, for Iceberg's
  *    `SparkTable`, the snapshot it reads and its branch by reflection (Spark 3.5 and 4.0), else
  *    the entries of its `properties()` whose key names a snapshot or a version
- *    (`current-snapshot-id`); with the read's options whose key names one. A table exposing none of these is not covered.
+ *    (`current-snapshot-id`); with the read's options whose key names one, and an Iceberg
+ *    read's `branch` or `tag` option with the snapshot that ref points at. A table exposing none of these is not covered.
  *
  * A versioned input's digest is readable (`version 7`), so that a changed one is described by
  * its versions then and now.
@@ -176,11 +177,26 @@ object InputFingerprint {
       Some(s"snapshot ${id.getOrElse("none")}" + branch.map(b => s" of branch $b").getOrElse(""))
     }
 
+  /** The refs an Iceberg read names by option (`branch`, `tag`: its scan reads that ref's
+   * latest snapshot, which neither the table's version nor its snapshot id says): each with the
+   * snapshot it points at now, so that a commit to the branch changes the input. */
+  private def icebergRefs(table: org.apache.spark.sql.connector.catalog.Table,
+      options: java.util.Map[String, String]): Seq[String] =
+    if (options == null || !Reflect.implements(table.getClass, IcebergTable)) Nil
+    else Seq("branch", "tag").flatMap { key =>
+      options.asScala.collectFirst { case (k, ref) if k.equalsIgnoreCase(key) => ref }.map { ref =>
+        val id = Reflect.call(table, "table").flatMap(Reflect.call(_, "snapshot", ref))
+          .flatMap(Reflect.call(_, "snapshotId"))
+        s"option $key=$ref at snapshot ${id.getOrElse("none")}"
+      }
+    }
+
   private def ofTable(r: DataSourceV2Relation): Option[Input] = {
     def named(entries: Seq[(String, String)], kind: String) = entries.collect {
       case (k, v) if VersionKey.pattern.matcher(k).matches() => s"$kind $k=$v"
     }.sorted
-    val opts = named(Option(r.options).map(_.asScala.toSeq).getOrElse(Nil), "option")
+    val opts = named(Option(r.options).map(_.asScala.toSeq).getOrElse(Nil), "option") ++
+      icebergRefs(r.table, r.options)
     val digest = tableVersion(r.table) match {
       // Spark's time travel options are what the version says already
       case Some(v) =>
