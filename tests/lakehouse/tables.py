@@ -74,7 +74,9 @@ class DeltaTable(Table):
         return self.commits()[-1]["version"]
 
     def commits(self):
-        rows = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.where}`") \
+        from delta.tables import DeltaTable as Delta  # the delta-spark package
+
+        rows = Delta.forPath(self.spark, self.where).history() \
             .selectExpr("*", "CAST(timestamp AS STRING) AS time").collect()
         return sorted(({"version": r.version, "operation": r.operation, "time": r.time,
                         "parameters": dict(r.operationParameters or {})}
@@ -100,6 +102,13 @@ class IcebergTable(Table):
         return self.spark.table(self.where)
 
     def read_at(self, version):
+        import pyspark
+
+        if pyspark.__version__.startswith("3."):
+            # Spark 3.5's DataFrameReader.table() drops the time travel options of a V2 table
+            # (it reads the latest snapshot); its load() applies them
+            return self.spark.read.format("iceberg").option("versionAsOf", version) \
+                .load(self.where)
         return self.spark.read.option("versionAsOf", version).table(self.where)
 
     def sql_at(self, version):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import kill_when
+from lake import require
 from tables import DeltaTable, IcebergTable
 from test_recovery_inputs import Job  # tests/: the crash job of the Parquet case
 
@@ -32,6 +33,7 @@ def _expected(a_ids, b_ids) -> list[tuple]:  # what the job writes (tests/recove
 
 @pytest.fixture(scope="module")
 def crashed(spark, tmp_path_factory, warehouse):
+    require("delta", "iceberg")
     base = tmp_path_factory.mktemp("lake-crash")
     delta = DeltaTable(spark, str(base / "x"))
     delta.append(0, 1500)

@@ -15,6 +15,7 @@ import os
 import pytest
 
 from helpers import kill_when
+from lake import require
 from tables import DeltaTable, IcebergTable
 from test_recovery_writes import A_ROWS, B_ROWS, Job  # tests/: the writes job of the file case
 
@@ -39,6 +40,7 @@ class LakeJob(Job):
 
 @pytest.fixture(scope="module")
 def resumed(spark, tmp_path_factory, warehouse):
+    require("delta", "iceberg")
     base = tmp_path_factory.mktemp("lake-writes")
     job = LakeJob(base, "lake-writes")
     job.warehouse = warehouse  # the test session reads the job's Iceberg tables
@@ -93,24 +95,26 @@ def test_each_table_history_has_one_commit_per_write(spark, resumed):
 
 # ---- in this process: every way of writing to the two formats ------------------------------------
 
-def _writes(spark, base: str) -> dict:
-    """Each write form once, in order (all write the same 30 rows); returns how to read each
-    target's history: name -> Table."""
+def _writes(spark, base: str, fmt: str) -> dict:
+    """Each write form of format ``fmt`` once, in order (all write the same 30 rows); returns
+    how to read each target's history: name -> Table."""
     from pyspark.sql import functions as F
 
     from tables import DeltaTable, IcebergTable
 
     rows = spark.range(0, 30, 1, 2).selectExpr("id % 3 AS k", "id AS v")
-    path = lambda name: os.path.join(base, name)  # noqa: E731
-    rows.write.format("delta").mode("append").save(path("d_save"))
-    rows.write.format("delta").mode("overwrite").save(path("d_overwrite"))
-    spark.sql(f"CREATE TABLE IF NOT EXISTS d_sql (k long, v long) USING delta "
-              f"LOCATION '{path('d_sql')}'")
     rows.createOrReplaceTempView("lake_rows")
-    spark.sql("INSERT INTO d_sql SELECT * FROM lake_rows")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS d_to (k long, v long) USING delta "
-              f"LOCATION '{path('d_to')}'")
-    rows.writeTo("d_to").append()
+    path = lambda name: os.path.join(base, name)  # noqa: E731
+    if fmt == "delta":
+        rows.write.format("delta").mode("append").save(path("d_save"))
+        rows.write.format("delta").mode("overwrite").save(path("d_overwrite"))
+        spark.sql(f"CREATE TABLE IF NOT EXISTS d_sql (k long, v long) USING delta "
+                  f"LOCATION '{path('d_sql')}'")
+        spark.sql("INSERT INTO d_sql SELECT * FROM lake_rows")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS d_to (k long, v long) USING delta "
+                  f"LOCATION '{path('d_to')}'")
+        rows.writeTo("d_to").append()
+        return {n: DeltaTable(spark, path(n)) for n in ("d_save", "d_overwrite", "d_sql", "d_to")}
     for t in ("i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save"):
         spark.sql(f"CREATE TABLE IF NOT EXISTS ice.db.{t} (k long, v long) USING iceberg "
                   "PARTITIONED BY (k)")
@@ -122,48 +126,49 @@ def _writes(spark, base: str) -> dict:
     rows.write.format("iceberg").mode("append").save("ice.db.i_save")
     spark.sql("CREATE TABLE IF NOT EXISTS ice.db.i_ctas USING iceberg AS SELECT * FROM lake_rows")
     rows.writeTo("ice.db.i_rtas").using("iceberg").createOrReplace()
-    tables = {n: DeltaTable(spark, path(n)) for n in ("d_save", "d_overwrite", "d_sql", "d_to")}
-    tables.update({n: IcebergTable(spark, n) for n in (
+    return {n: IcebergTable(spark, n) for n in (
         "i_append", "i_overwrite", "i_dynamic", "i_sql", "i_sql_overwrite", "i_save", "i_ctas",
-        "i_rtas")})
-    return tables
+        "i_rtas")}
 
 
-def test_every_write_form_is_skipped_from_the_tables_own_record(spark, tmp_path):
-    """Each form writes once; the job then "restarts" with its own records of the writes gone
-    (as if it had died before making them durable): every write is skipped, told by the table
-    alone, and no table gains a commit."""
+@pytest.mark.every_line
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_every_write_form_is_skipped_from_the_tables_own_record(spark, tmp_path, fmt):
+    """Each form of format ``fmt`` writes once; the job then "restarts" with its own records of
+    the writes gone (as if it had died before making them durable): every write is skipped, told
+    by the table alone, and no table gains a commit."""
     import fullwindow
     from fullwindow.recovery import job_events
     from fullwindow.recovery._jobs import _runtime
 
     rec = str(tmp_path / "recovery")
     conf = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": rec,
-            "spark.fullwindow.recovery.jobId": "lake-forms",
+            "spark.fullwindow.recovery.jobId": f"lake-forms-{fmt}",
             "spark.fullwindow.eventStore.flushInterval": "100ms"}
+    require(fmt)
+    job = conf["spark.fullwindow.recovery.jobId"]
     for k, v in conf.items():
         spark.conf.set(k, v)
     try:
         fullwindow.recovery.start(spark)
-        tables = _writes(spark, str(tmp_path))
+        tables = _writes(spark, str(tmp_path), fmt)
         history = {n: t.commits() for n, t in tables.items()}
         # one commit per write (and Delta's CREATE TABLE of the two catalog tables)
         writes = {n: [c["operation"] for c in h if c["operation"] != "CREATE TABLE"]
                   for n, h in history.items()}
         assert all(len(w) == 1 for w in writes.values()), writes
         fullwindow.recovery.flush(spark)
-        _runtime.close_job(os.path.join(rec, "lake-forms"))
-        for name in glob.glob(os.path.join(rec, "lake-forms", "writes", "*")):
+        _runtime.close_job(os.path.join(rec, job))
+        for name in glob.glob(os.path.join(rec, job, "writes", "*")):
             os.remove(name)
         fullwindow.recovery.start(spark)
-        _writes(spark, str(tmp_path))
+        _writes(spark, str(tmp_path), fmt)
         assert {n: t.commits() for n, t in tables.items()} == history
         fullwindow.recovery.flush(spark)
-        skipped = [(e["number"], e["sink"], e["reason"]) for e in job_events(rec, "lake-forms")
+        skipped = [(e["number"], e["sink"], e["reason"]) for e in job_events(rec, job)
                    if e["type"] == "writeSkipped"]
-        kinds = ["delta"] * 4 + ["iceberg"] * 8
-        assert skipped == [(n, kind, f"the {kind} sink holds its commit")
-                           for n, kind in enumerate(kinds, start=1)], skipped
+        assert skipped == [(n, fmt, f"the {fmt} sink holds its commit")
+                           for n in range(1, len(tables) + 1)], skipped
     finally:
         fullwindow.recovery.cleanup(spark)
         for k in conf:

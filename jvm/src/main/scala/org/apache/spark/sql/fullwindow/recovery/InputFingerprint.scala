@@ -36,10 +36,11 @@ import org.apache.spark.sql.fullwindow.shims.TableVersionShim
  *    dependency on Delta); else the names of its input files and its size;
  *  - a V2 relation over a `FileTable`: its file index's listing, as above; over another table:
  *    the version the table says it is read at (`Table.version()`, Spark 4.1 on: Iceberg's
- *    branch and snapshot, the time-travelled one for `VERSION AS OF`), else Iceberg's
- *    `snapshotId()` and `branch()` by reflection, else the entries of its `properties()` whose
- *    key names a snapshot or a version (`current-snapshot-id`); with the read's options whose
- *    key names one. A table exposing none of these is not covered.
+ *    branch and snapshot, the time-travelled one for `VERSION AS OF`), else, for Iceberg's
+ *    `SparkTable`, the snapshot it reads and its branch by reflection (Spark 3.5 and 4.0), else
+ *    the entries of its `properties()` whose key names a snapshot or a version
+ *    (`current-snapshot-id`); with the read's options whose key names one, and an Iceberg
+ *    read's `branch` or `tag` option with the snapshot that ref points at. A table exposing none of these is not covered.
  *
  * A versioned input's digest is readable (`version 7`), so that a changed one is described by
  * its versions then and now.
@@ -154,10 +155,39 @@ object InputFingerprint {
 
   /** The version a V2 table is read at (see the class comment), or None. */
   private def tableVersion(table: org.apache.spark.sql.connector.catalog.Table): Option[String] =
-    TableVersionShim.version(table).orElse {
-      // Iceberg's SparkTable before Spark 4.1: the snapshot it reads, on its branch
-      Reflect.call(table, "snapshotId").map { id =>
-        s"snapshot $id" + Reflect.call(table, "branch").map(b => s" of branch $b").getOrElse("")
+    TableVersionShim.version(table).orElse(icebergSnapshot(table))
+
+  private val IcebergTable = "org.apache.iceberg.spark.source.SparkTable"
+
+  /** The snapshot an Iceberg `SparkTable` reads, where the table does not say it itself
+   * (`Table.version()`, Spark 4.1 on): `snapshot <id>` (` of branch <name>` on a branch). Its
+   * `snapshotId()` is the time-travelled snapshot, null for a read of the latest one: then the
+   * branch's latest (`table().snapshot(branch)`), else the table's current snapshot
+   * (`table().currentSnapshot()`), of the table as loaded for this query (what its scan reads).
+   * A table with no snapshot yet: `snapshot none`. */
+  private def icebergSnapshot(table: org.apache.spark.sql.connector.catalog.Table): Option[String] =
+    if (!Reflect.implements(table.getClass, IcebergTable)) None
+    else {
+      val branch = Reflect.call(table, "branch").map(_.toString)
+      val id = Reflect.call(table, "snapshotId").orElse {
+        Reflect.call(table, "table").flatMap { t =>
+          branch.map(Reflect.call(t, "snapshot", _)).getOrElse(Reflect.call(t, "currentSnapshot"))
+        }.flatMap(Reflect.call(_, "snapshotId"))
+      }
+      Some(s"snapshot ${id.getOrElse("none")}" + branch.map(b => s" of branch $b").getOrElse(""))
+    }
+
+  /** The refs an Iceberg read names by option (`branch`, `tag`: its scan reads that ref's
+   * latest snapshot, which neither the table's version nor its snapshot id says): each with the
+   * snapshot it points at now, so that a commit to the branch changes the input. */
+  private def icebergRefs(table: org.apache.spark.sql.connector.catalog.Table,
+      options: java.util.Map[String, String]): Seq[String] =
+    if (options == null || !Reflect.implements(table.getClass, IcebergTable)) Nil
+    else Seq("branch", "tag").flatMap { key =>
+      options.asScala.collectFirst { case (k, ref) if k.equalsIgnoreCase(key) => ref }.map { ref =>
+        val id = Reflect.call(table, "table").flatMap(Reflect.call(_, "snapshot", ref))
+          .flatMap(Reflect.call(_, "snapshotId"))
+        s"option $key=$ref at snapshot ${id.getOrElse("none")}"
       }
     }
 
@@ -165,7 +195,8 @@ object InputFingerprint {
     def named(entries: Seq[(String, String)], kind: String) = entries.collect {
       case (k, v) if VersionKey.pattern.matcher(k).matches() => s"$kind $k=$v"
     }.sorted
-    val opts = named(Option(r.options).map(_.asScala.toSeq).getOrElse(Nil), "option")
+    val opts = named(Option(r.options).map(_.asScala.toSeq).getOrElse(Nil), "option") ++
+      icebergRefs(r.table, r.options)
     val digest = tableVersion(r.table) match {
       // Spark's time travel options are what the version says already
       case Some(v) =>
