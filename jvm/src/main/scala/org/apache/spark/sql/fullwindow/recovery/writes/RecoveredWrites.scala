@@ -101,7 +101,7 @@ object RecoveredWrites extends Logging {
 
   def fingerprint(sink: WriteSink): String = {
     val text = FullWindowPython.planTexts(sink.query).full
-    val parts = Seq("write", sink.kind, sink.target, sink.mode, text) ++
+    val parts = Seq("write") ++ sink.identity ++ Seq(text) ++
       (if (sink.extra.isEmpty) Nil else Seq(sink.extra))
     WriteCall.sha(parts.mkString("\u0000")).take(24)
   }

@@ -79,6 +79,10 @@ trait WriteSink {
   /** After the write command returned: what the sink records of its commit, if anything. */
   def finish(session: SparkSession, w: WriteCall): Unit = ()
 
+  /** What the fingerprint covers of the sink, besides the query: its kind, target and mode (a
+    * sink whose writes of two forms are the same write names them alike). */
+  def identity: Seq[String] = Seq(kind, target, mode)
+
   /** More text the fingerprint covers (empty: none), such as the digest of an action's code. */
   def extra: String = ""
 }
