@@ -219,8 +219,8 @@ def main():
             for t in threads:
                 t.join()
             assert not errors, errors
-            print("PROTOCOL AFTER:", spark.conf.get("spark.sql.sources.commitProtocolClass",
-                                                    "unset"), flush=True)
+            print("PROTOCOL AFTER:", spark.conf.get("spark.sql.sources.commitProtocolClass"),
+                  flush=True)
         elif kind == "jdbc":
             url = f"jdbc:derby:{os.path.join(out, 'jdbc')};create=true"
             rows.write.mode("append").jdbc(url, f"T{i}", properties={
