@@ -173,6 +173,7 @@ if _ArrowToRows is None:
 
 __all__ = ["COLUMN_TYPES", "DATAFRAME_TYPES", "PythonEvalType", "VariantType",
            "arrow_value_converter", "classic_rdd_types", "connect_dataframe",
+           "connect_dataframe_class",
            "connect_execution_metrics", "connect_plan_observations", "connect_server_conf",
            "arrow_to_pandas", "enforce_schema", "error_condition", "numpy_column_converter",
            "pandas_to_arrow",
@@ -486,6 +487,15 @@ def classic_rdd_types() -> tuple:
             continue
         return df_cls, rdd_cls
     return ()
+
+
+def connect_dataframe_class() -> Any:
+    """The Spark Connect client's DataFrame class, if its client is importable (None else)."""
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError:
+        return None
+    return ConnectDataFrame
 
 
 _CONNECT_DF, _CONNECT_COLUMN = _connect_types()

@@ -10,8 +10,10 @@ and runs again (at least once) one an earlier run only started, or refuses it un
 ``spark.fullwindow.recovery.onUncheckedWrite=fail`` (``RECOVERY_UNCHECKED_WRITE``).
 
 Over Spark Connect (4.x) the client's ``foreach`` is a ``select`` of a UDF, and
-``foreachPartition`` a ``mapInArrow``, collected: the server sees a query like any other, and
-these are not numbered (docs/recovery.md).
+``foreachPartition`` a ``mapInArrow``, collected: the server would see a query like any other.
+So the client's are wrapped too (``fullwindow._connect.recovery.install_actions``): the
+DataFrame's plan goes to the server's recovery runtime first, which numbers and decides the
+action the same way.
 """
 from __future__ import annotations
 
@@ -34,13 +36,10 @@ def run_action(df: Any, kind: str, func: Any, action: Callable[[], Any]) -> Any:
         return action()
     from fullwindow._jvm import facade
     from fullwindow._jvm_errors import raise_from_java
-    from fullwindow.recovery._digest import code_digest
+    from fullwindow.recovery._digest import code_digest, target_of
 
-    name = getattr(func, "__qualname__", None) or type(func).__qualname__
-    module = getattr(func, "__module__", None)
-    target = f"{module}.{name}" if module and module != "__main__" else name
     try:
-        pending = facade(df).beginRecoveredAction(df._jdf, kind, target,
+        pending = facade(df).beginRecoveredAction(df._jdf, kind, target_of(func),
                                                   code_digest(func).hex())
     except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
         raise_from_java(err, kind)
