@@ -478,6 +478,8 @@ def classic_rdd_types() -> tuple:
     ``()`` for a thin client (pyspark-client: no classic sessions)."""
     import importlib
 
+    if client_only():
+        return ()
     for df_module, rdd_module in (("pyspark.sql.classic.dataframe", "pyspark.core.rdd"),
                                   ("pyspark.sql.dataframe", "pyspark.rdd")):
         try:
