@@ -16,7 +16,7 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        foreachPartition, foreach (DataFrame.foreachPartition and
                        DataFrame.rdd.foreach appending "k v" lines to OUT/<i>-<kind>.txt, a sink
                        that keeps no record; ACTION_SLOW seconds a row); threads (writes i and
-                       i + 1: two appends of A's rows, 50 ms a row, into OUT/<n>-threads at once
+                       i + 1: two appends of A's rows, 100 ms a row, into OUT/<n>-threads at once
                        from two threads of the session);
                        delta, deltaOverwrite (DataFrameWriter.save into a Delta table at a path,
                        append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
@@ -102,7 +102,7 @@ def append_row_to(path):
 def slow(v):
     import time
 
-    time.sleep(0.05)
+    time.sleep(0.1)
     return v
 
 
