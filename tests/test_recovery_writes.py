@@ -57,6 +57,18 @@ class Job(RecoveryJob):
         return sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
 
 
+def store_markers(spark, target: str) -> list[str]:
+    """The names in ``target``'s ``_fullwindow/`` on any Hadoop file system ``spark`` reaches
+    (HDFS, S3A), listed through its JVM."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(f"{target}/_fullwindow")
+    fs = path.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf())
+    if not fs.exists(path):
+        return []
+    return sorted(str(s.getPath().getName()) for s in fs.listStatus(path)
+                  if not str(s.getPath().getName()).startswith("."))
+
+
 # what an uninterrupted run writes: A's rows (k = id % 5, v = id) and B's (v * 10)
 A_ROWS = sorted((i % 5, i) for i in range(40))
 B_ROWS = sorted((i % 5, i * 10) for i in range(40))
@@ -78,11 +90,22 @@ def kill_while_b_computes_then_resume(job: "Job", rows) -> None:
     assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
 
 
+def each_target_has_its_markers(job: "Job", markers) -> None:
+    """Each of the two appends' targets holds its own write's markers (its number, one write
+    job each: the commit protocol found its write by the target), ``markers(i)`` listing
+    target i's ``_fullwindow/``."""
+    for i in (1, 2):
+        names = markers(i)
+        assert {n.split(".")[-2] for n in names} >= {"started", "committing", "committed"}, names
+        assert {n.split(".")[-4] for n in names} == {str(i)}, names
+
+
 def test_a_committed_append_is_not_written_again(tmp_path):
     """The issue's case: A is appended, the driver dies while B computes; the resumed run skips
     A's write (nothing recomputed) and writes B once."""
     job = Job(tmp_path, "appends")
     kill_while_b_computes_then_resume(job, lambda i: job.rows(i, "append"))
+    each_target_has_its_markers(job, lambda i: job.markers(i, "append"))
     assert any(r.startswith("1.") and r.endswith(".committed") for r in job.records())
     # a third run of the finished job writes nothing at all
     job.run("r3", writes="append,append")
