@@ -18,10 +18,7 @@ action the same way.
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any, Callable
-
-log = logging.getLogger("fullwindow.recovery")
 
 _SOURCE = "_fullwindow_dataframe"  # on an RDD a DataFrame's ``rdd`` gave: that DataFrame
 

@@ -34,18 +34,18 @@ import org.apache.spark.sql.internal.SQLConf
  *
  *  - committed: a `committed` marker; or a `committing` one whose files are all published (the
  *    driver died inside the job commit's last step);
- *  - rollback: for each `started` / `committing` marker of the same write number that never
- *    committed, the files named with its UUID are deleted (published by a commit cut short, or
- *    left by a task commit that publishes directly), then what it staged (`_temporary`, its
- *    `.spark-staging-` directory), then the markers: the job commit of the write run again cannot
- *    publish a dead run's task outputs.
+ *  - rollback (once the write holds its target): for each `started` / `committing` marker of
+ *    the same write number that never committed, the files named with its UUID are deleted
+ *    (published by a commit cut short, or left by a task commit that publishes directly), then
+ *    what it staged (`_temporary`, its `.spark-staging-` directory), then the markers: the job
+ *    commit of the write run again cannot publish a dead run's task outputs.
  */
 final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: LogicalPlan,
     table: Option[CatalogTable]) extends WriteSink with Logging {
   override def kind: String = "files"
   override def target: String = path.toString
 
-  // the target's markers, listed once per write: `committed` and, when it says no, `rollback`
+  // the target's markers, listed once per write: `committed` and, when it says no, `undo`
   // read the same listing (neither changes the markers before the other has read them)
   @transient private var listed: Seq[(String, Long)] = _
 
@@ -78,7 +78,11 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
     }
   }
 
-  override def rollback(session: SparkSession, w: WriteCall): Unit = {
+  // what a dead run left is undone once the write holds its target ([[running]]): a write of
+  // this session running into the same target meanwhile is not touched
+  override def rollback(session: SparkSession, w: WriteCall): Unit = ()
+
+  private def undo(session: SparkSession, w: WriteCall): Unit = {
     val conf = session.sessionState.newHadoopConf()
     val dir = new Path(path, FileSink.MarkerDir)
     val fs = dir.getFileSystem(conf)
@@ -111,7 +115,10 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
     (plan, Map.empty)
 
   override def running[T](session: SparkSession, w: WriteCall)(body: => T): T =
-    FileSink.running(session, path, new Path(path, FileSink.MarkerDir).toString, w.id)(body)
+    FileSink.running(session, path, new Path(path, FileSink.MarkerDir).toString, w.id) {
+      undo(session, w)
+      body
+    }
 }
 
 object FileSink {
