@@ -13,11 +13,18 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        partition overwrite), saveAsTable, insertInto, sql (INSERT INTO), ctas (SQL's
                        CREATE TABLE AS SELECT),
                        jdbc (Derby, a sink that keeps no record of its commits);
+                       foreachPartition, foreach (DataFrame.foreachPartition and
+                       DataFrame.rdd.foreach appending "k v" lines to OUT/<i>-<kind>.txt, a sink
+                       that keeps no record; ACTION_SLOW seconds a row); threads (writes i and
+                       i + 1: two appends of A's rows, 100 ms a row, into OUT/<n>-threads at once
+                       from two threads of the session);
                        delta, deltaOverwrite (DataFrameWriter.save into a Delta table at a path,
                        append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
                        catalog), iceberg, icebergOverwrite (writeTo(...).append() or
                        .overwrite(true) into ice.db.t<i>, an Iceberg table of the Hadoop catalog
-                       ``ice``): tests/lakehouse, which gives
+                       ``ice``), deltaSaveAsTable, icebergSaveAsTable (saveAsTable(mode="append")
+                       into t<i> / ice.db.t<i>, which do not exist before: a CTAS in the run
+                       that creates the table): tests/lakehouse, which gives
 FULLWINDOW_LAKE_JARS   the folder of the Delta and Iceberg jars (tests/lakehouse/lake.py), and
 LAKE_WAREHOUSE         the warehouse directory of the Iceberg catalog ``ice``
 A_WRITES               how many of the first writes write A's rows (default 1)
@@ -68,13 +75,45 @@ def fb(rows):
     return out
 
 
+def append_to(path):
+    """A foreachPartition function: each row of the partition, one line ``k v`` appended to
+    ``path`` (a sink that keeps no record of what it wrote); sleeps ACTION_SLOW a row."""
+    def append(rows):
+        import time
+
+        for r in rows:
+            with open(path, "a") as f:
+                f.write(f"{r.k} {r.v}\n")
+            time.sleep(float(env("ACTION_SLOW", "0")))
+    return append
+
+
+def append_row_to(path):
+    """append_to's foreach form."""
+    def append(r):
+        import time
+
+        with open(path, "a") as f:
+            f.write(f"{r.k} {r.v}\n")
+        time.sleep(float(env("ACTION_SLOW", "0")))
+    return append
+
+
+def slow(v):
+    import time
+
+    time.sleep(0.1)
+    return v
+
+
 def main():
     out = os.environ["OUT"]
     conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false",
             "spark.sql.warehouse.dir": os.path.join(out, "warehouse")}
     writes = [w for w in os.environ.get("WRITES", "append").split(",") if w]
-    if any(w in ("saveAsTable", "insertInto", "sql", "ctas", "deltaSql") for w in writes):
+    if any(w in ("saveAsTable", "insertInto", "sql", "ctas", "deltaSql", "deltaSaveAsTable")
+           for w in writes):
         # a catalog that outlives the driver: Hive's metastore in an embedded Derby database
         conf.update({"spark.sql.catalogImplementation": "hive",
                      "spark.hadoop.javax.jdo.option.ConnectionURL":
@@ -142,6 +181,10 @@ def main():
         elif kind in ("delta", "deltaOverwrite"):
             rows.write.format("delta").mode("append" if kind == "delta" else "overwrite") \
                 .save(target)
+        elif kind == "deltaSaveAsTable":  # a CTAS while t<i> does not exist, then an append
+            rows.write.format("delta").mode("append").saveAsTable(f"t{i}")
+        elif kind == "icebergSaveAsTable":
+            rows.write.format("iceberg").mode("append").saveAsTable(f"ice.db.t{i}")
         elif kind == "deltaSql":
             spark.sql(f"CREATE TABLE IF NOT EXISTS t{i} (k long, v long) USING delta")
             rows.createOrReplaceTempView(f"src{i}")
@@ -152,6 +195,32 @@ def main():
                 rows.writeTo(f"ice.db.t{i}").append()
             else:
                 rows.writeTo(f"ice.db.t{i}").overwrite(F.lit(True))
+        elif kind == "foreachPartition":  # appends each partition's rows to a local file
+            rows.foreachPartition(append_to(f"{out}/{i}-{kind}.txt"))
+        elif kind == "foreach":  # the RDD form a DataFrame's rdd gives, row by row
+            rows.rdd.foreach(append_row_to(f"{out}/{i}-{kind}.txt"))
+        elif kind == "threads":  # writes i and i + 1 at once, from two threads of the session
+            import threading
+
+            from pyspark.sql.types import LongType
+
+            slowed = marked(a, i).withColumn("v", F.udf(slow, LongType())("v"))
+            errors = []
+
+            def write(n):
+                try:
+                    slowed.write.mode("append").parquet(f"{out}/{n}-threads")
+                except BaseException as err:  # noqa: BLE001 - the test reads it in the log
+                    errors.append(err)
+
+            threads = [threading.Thread(target=write, args=(n,)) for n in (i, i + 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors, errors
+            print("PROTOCOL AFTER:", spark.conf.get("spark.sql.sources.commitProtocolClass"),
+                  flush=True)
         elif kind == "jdbc":
             url = f"jdbc:derby:{os.path.join(out, 'jdbc')};create=true"
             rows.write.mode("append").jdbc(url, f"T{i}", properties={

@@ -358,3 +358,4 @@ def test_exactly_once_appends_on_hdfs(tmp_path, hdfs, spark):
     job.targets = f"{hdfs.uri}/fw-out-{uuid.uuid4().hex[:8]}"
     job.records = lambda: []  # on HDFS: not listed from here
     w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))
+    w.each_target_has_its_markers(job, lambda i: w.store_markers(spark, job.target(i, "append")))

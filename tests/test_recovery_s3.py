@@ -339,3 +339,4 @@ def test_exactly_once_appends_on_s3(tmp_path, s3, spark):
     job.options = lambda writes="append,append", **_: {
         "WRITES": writes, "FW_EXTRA_CONF": conf, "TARGETS": job.targets}
     w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))
+    w.each_target_has_its_markers(job, lambda i: w.store_markers(spark, job.target(i, "append")))

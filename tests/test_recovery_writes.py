@@ -23,8 +23,10 @@ class Job(RecoveryJob):
     #: where the file writes go (None: under ``out``); a Hadoop URI for HDFS or S3
     targets: str | None = None
 
-    def options(self, writes: str = "append,append", extra: str | None = None, **_) -> dict:
-        return {"WRITES": writes, "FW_EXTRA_CONF": extra, "TARGETS": self.targets}
+    def options(self, writes: str = "append,append", extra: str | None = None,
+                action_slow: float | None = None, **_) -> dict:
+        return {"WRITES": writes, "FW_EXTRA_CONF": extra, "TARGETS": self.targets,
+                "ACTION_SLOW": None if action_slow is None else str(action_slow)}
 
     def target(self, i: int, kind: str) -> str:
         if kind in ("saveAsTable", "insertInto", "sql", "ctas"):
@@ -55,6 +57,18 @@ class Job(RecoveryJob):
         return sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
 
 
+def store_markers(spark, target: str) -> list[str]:
+    """The names in ``target``'s ``_fullwindow/`` on any Hadoop file system ``spark`` reaches
+    (HDFS, S3A), listed through its JVM."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(f"{target}/_fullwindow")
+    fs = path.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf())
+    if not fs.exists(path):
+        return []
+    return sorted(str(s.getPath().getName()) for s in fs.listStatus(path)
+                  if not str(s.getPath().getName()).startswith("."))
+
+
 # what an uninterrupted run writes: A's rows (k = id % 5, v = id) and B's (v * 10)
 A_ROWS = sorted((i % 5, i) for i in range(40))
 B_ROWS = sorted((i % 5, i * 10) for i in range(40))
@@ -76,11 +90,22 @@ def kill_while_b_computes_then_resume(job: "Job", rows) -> None:
     assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
 
 
+def each_target_has_its_markers(job: "Job", markers) -> None:
+    """Each of the two appends' targets holds its own write's markers (its number, one write
+    job each: the commit protocol found its write by the target), ``markers(i)`` listing
+    target i's ``_fullwindow/``."""
+    for i in (1, 2):
+        names = markers(i)
+        assert {n.split(".")[-2] for n in names} >= {"started", "committing", "committed"}, names
+        assert {n.split(".")[-4] for n in names} == {str(i)}, names
+
+
 def test_a_committed_append_is_not_written_again(tmp_path):
     """The issue's case: A is appended, the driver dies while B computes; the resumed run skips
     A's write (nothing recomputed) and writes B once."""
     job = Job(tmp_path, "appends")
     kill_while_b_computes_then_resume(job, lambda i: job.rows(i, "append"))
+    each_target_has_its_markers(job, lambda i: job.markers(i, "append"))
     assert any(r.startswith("1.") and r.endswith(".committed") for r in job.records())
     # a third run of the finished job writes nothing at all
     job.run("r3", writes="append,append")
@@ -213,3 +238,172 @@ def test_unchecked_sink(tmp_path):
     refused_after_a_crash_before_the_record(job, "r3")
     job.run("r4", writes="append,jdbc")
     assert job.ran("W2", "r4") != []  # rerun: at least once
+
+
+def lines(path: str) -> list[tuple]:
+    """The ``k v`` lines a foreach / foreachPartition of the job appended to ``path``."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return sorted(tuple(int(x) for x in line.split()) for line in f if line.strip())
+
+
+def test_foreach_actions_and_two_threads(tmp_path):
+    """foreachPartition and foreach (of a DataFrame's rdd) are writes of the job, unchecked
+    (their functions keep no record): killed during write 3 (foreach) after write 2
+    (foreachPartition) committed; the resume under onUncheckedWrite=fail skips write 2 (nothing
+    appended again, nothing computed) and refuses write 3; under rerun, write 3 runs again (at
+    least once). The last run also makes writes 4 and 5 at once from two threads of the session
+    (file appends into two targets): each target's markers are its own write's, each holds its
+    rows once, and the session's commit protocol setting is as it was afterwards."""
+    writes = "append,foreachPartition,foreach,threads"
+    job = Job(tmp_path, "actions")
+    out2, out3 = (os.path.join(job.out, f"{i}-{k}.txt") for i, k in
+                  ((2, "foreachPartition"), (3, "foreach")))
+    p = job.start("r1", writes=writes, action_slow=0.15)
+    kill_when(p, lambda: bool(lines(out3)))
+    assert lines(out2) == B_ROWS  # write 2 had finished
+    partial = lines(out3)
+    assert 0 < len(partial) < len(B_ROWS)
+    assert [r.split(".")[0] + "." + r.split(".")[-1] for r in job.records()
+            if not r.startswith(".")] == [
+        "1.committed", "1.started", "2.committed", "2.started", "3.started"]
+
+    refused_run = job.start("r2", writes=writes, action_slow=0.0,
+                            extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
+    assert refused_run.wait(300) != 0
+    log = open(job._log("r2")).read()
+    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE] write 3 of job actions (foreach: " in log, \
+        log[-3000:]
+    assert "write 2 of job actions (foreachPartition: " in log and "is skipped" in log
+    assert lines(out2) == B_ROWS and lines(out3) == partial  # nothing written again
+    assert job.ran("W2", "r2") == [] and job.ran("W3", "r2") == [] and job.ran("B", "r2") == []
+
+    job.run("r3", writes=writes, action_slow=0.0)
+    assert lines(out2) == B_ROWS
+    assert sorted(set(lines(out3))) == B_ROWS and len(lines(out3)) == len(B_ROWS) + len(partial)
+    assert job.ran("W2", "r3") == [] and job.ran("W3", "r3") != []
+    from fullwindow.recovery import status
+
+    st = {w["number"]: w for w in status(job.dir, job.name)["writes"]}
+    assert [(st[n]["sink"], st[n]["state"]) for n in (2, 3)] == [
+        ("foreachPartition", "committed"), ("foreach", "committed")]
+    assert st[2]["skipped"] == 2 and st[2]["mode"] == "action"
+
+    # writes 4 and 5, from two threads at once: each target's markers name its own write
+    log = open(job._log("r3")).read()
+    assert "PROTOCOL AFTER: org.apache.spark.sql.execution.datasources." \
+        "SQLHadoopMapReduceCommitProtocol" in log, log[-3000:]  # Spark's default, as before
+    ids = {}
+    for n in (4, 5):
+        assert job.rows(n, "threads") == A_ROWS, n
+        marks = job.markers(n, "threads")
+        states = sorted(m.split(".")[-2] for m in marks)
+        assert states == ["committed", "committing", "started"], marks
+        assert len({m.rsplit(".", 2)[0] for m in marks}) == 1, marks
+        ids[n] = marks[0].rsplit(".", 2)[0]
+    numbers = {ids[n].split(".")[-2] for n in (4, 5)}
+    assert numbers == {"4", "5"}, ids  # two writes of the job, one target each
+    # they ran at once: each started before the other committed
+    times = {n: {m.split(".")[-2]: os.path.getmtime(os.path.join(job.target(n, "threads"),
+                                                                 "_fullwindow", m))
+                 for m in job.markers(n, "threads")} for n in (4, 5)}
+    assert times[4]["started"] < times[5]["committed"] and \
+        times[5]["started"] < times[4]["committed"], times
+
+
+def _lines_source():
+    """A Python data source (pyspark.sql.datasource, Spark 4.0+) whose writer appends each
+    partition's rows as ``k v`` lines to a file of its own under the ``path`` option, and keeps
+    no record of what it committed: a DataSource V2 writer of the user's own."""
+    from pyspark.sql.datasource import DataSource, DataSourceWriter, WriterCommitMessage
+
+    class LinesWriter(DataSourceWriter):
+        def __init__(self, path):
+            self.path = path
+
+        def write(self, iterator):
+            import os
+            import uuid
+
+            os.makedirs(self.path, exist_ok=True)
+            with open(os.path.join(self.path, f"part-{uuid.uuid4().hex}.txt"), "w") as f:
+                for r in iterator:
+                    f.write(f"{r.k} {r.v}\n")
+            return WriterCommitMessage()
+
+        def commit(self, messages):
+            pass
+
+    class Lines(DataSource):
+        @classmethod
+        def name(cls):
+            return "fwlines"
+
+        def writer(self, schema, overwrite):
+            return LinesWriter(self.options["path"])
+
+    return Lines
+
+
+def test_a_python_data_source_writer_is_unchecked(spark, tmp_path):
+    """A DataSource V2 writer that keeps no record of its commits (a Python data source) is an
+    unchecked write: skipped when the job recorded it as committed (nothing computed), refused
+    under onUncheckedWrite=fail when an earlier run only started it, run again under rerun (at
+    least once). Each "run" is the job closed and started again in this driver."""
+    pytest.importorskip("pyspark.sql.datasource",
+                        reason="the Python Data Source API (a V2 writer of one's own) is 4.0+")
+    from pyspark.errors import AnalysisException
+
+    import fullwindow
+    from fullwindow.recovery import job_events
+    from fullwindow.recovery._jobs import _runtime
+
+    spark.dataSource.register(_lines_source())
+    rec, out = str(tmp_path / "recovery"), str(tmp_path / "lines")
+    job_dir = os.path.join(rec, "pysource")
+    keys = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": rec,
+            "spark.fullwindow.recovery.jobId": "pysource",
+            "spark.fullwindow.eventStore.flushInterval": "100ms"}
+    rows = spark.range(0, 30, 1, 3).selectExpr("id % 3 AS k", "id AS v")
+    expected = sorted((i % 3, i) for i in range(30))
+
+    def run(mode: str) -> None:
+        spark.conf.set("spark.fullwindow.recovery.onUncheckedWrite", mode)
+        fullwindow.recovery.start(spark)
+        try:
+            rows.write.format("fwlines").mode("append").option("path", out).save()
+        finally:
+            fullwindow.recovery.flush(spark)
+            _runtime.close_job(job_dir)  # as if the driver started again
+
+    def written() -> list[tuple]:
+        return sorted(t for f in glob.glob(os.path.join(out, "*.txt")) for t in lines(f))
+
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        run("rerun")
+        assert written() == expected
+        records = sorted(os.listdir(os.path.join(job_dir, "writes")))
+        assert [r.split(".")[0] + "." + r.split(".")[-1] for r in records
+                if not r.startswith(".")] == ["1.committed", "1.started"]
+        run("fail")  # recorded as committed: skipped, even under fail
+        assert written() == expected
+        for r in records:  # a crash between the writer's commit and the job's record
+            if r.endswith(".committed"):
+                os.remove(os.path.join(job_dir, "writes", r))
+        with pytest.raises(AnalysisException, match=r"RECOVERY_UNCHECKED_WRITE\] write 1 of "
+                                                    r"job pysource \(unchecked: fwlines, "):
+            run("fail")
+        assert written() == expected  # refused before it wrote anything
+        run("rerun")
+        assert written() == sorted(expected * 2)  # at least once: here twice
+        events = [(e["type"], e["sink"]) for e in job_events(rec, "pysource")
+                  if e["type"] in ("writeCommitted", "writeSkipped")]
+        assert events == [("writeCommitted", "unchecked"), ("writeSkipped", "unchecked"),
+                          ("writeCommitted", "unchecked")], events
+    finally:
+        fullwindow.recovery.cleanup(spark)
+        for k in [*keys, "spark.fullwindow.recovery.onUncheckedWrite"]:
+            spark.conf.unset(k)

@@ -47,3 +47,7 @@ __all__ = [
 from fullwindow.dataframe import install as _install  # noqa: E402
 
 _install()  # DataFrame.fullWindowPartition and DataFrame.keyBy (fullwindow.dataframe)
+
+from fullwindow.recovery._actions import install as _install_actions  # noqa: E402
+
+_install_actions()  # foreach / foreachPartition as writes of a recovery job

@@ -172,7 +172,8 @@ if _ArrowToRows is None:
     _RowsToArrow = _ClassicRowsToArrow  # type: ignore[assignment,misc,unused-ignore]
 
 __all__ = ["COLUMN_TYPES", "DATAFRAME_TYPES", "PythonEvalType", "VariantType",
-           "arrow_value_converter", "connect_dataframe",
+           "arrow_value_converter", "classic_rdd_types", "connect_dataframe",
+           "connect_dataframe_class",
            "connect_execution_metrics", "connect_plan_observations", "connect_server_conf",
            "arrow_to_pandas", "enforce_schema", "error_condition", "numpy_column_converter",
            "pandas_to_arrow",
@@ -468,6 +469,35 @@ def _connect_types() -> tuple:
     if issubclass(ConnectDataFrame, _DataFrame) and issubclass(ConnectColumn, _Column):
         return (), ()
     return (ConnectDataFrame,), (ConnectColumn,)
+
+
+def classic_rdd_types() -> tuple:
+    """``(classic DataFrame class, RDD class)`` of the installed pyspark, whose ``foreach`` /
+    ``foreachPartition`` run on the driver's py4j session (``pyspark.sql.classic`` and
+    ``pyspark.core.rdd`` from 4.0; ``pyspark.sql.DataFrame`` and ``pyspark.rdd`` on 3.5);
+    ``()`` for a thin client (pyspark-client: no classic sessions)."""
+    import importlib
+
+    if client_only():
+        return ()
+    for df_module, rdd_module in (("pyspark.sql.classic.dataframe", "pyspark.core.rdd"),
+                                  ("pyspark.sql.dataframe", "pyspark.rdd")):
+        try:
+            df_cls = importlib.import_module(df_module).DataFrame
+            rdd_cls = importlib.import_module(rdd_module).RDD
+        except (ImportError, AttributeError):
+            continue
+        return df_cls, rdd_cls
+    return ()
+
+
+def connect_dataframe_class() -> Any:
+    """The Spark Connect client's DataFrame class, if its client is importable (None else)."""
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError:
+        return None
+    return ConnectDataFrame
 
 
 _CONNECT_DF, _CONNECT_COLUMN = _connect_types()

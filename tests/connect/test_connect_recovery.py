@@ -16,7 +16,7 @@ import pytest
 
 from test_recovery_crash import PARTS, Job  # the classic crash tests' job
 from test_recovery_writes import A_ROWS as WRITES_A, B_ROWS as WRITES_B, Job as WritesJob
-from test_recovery_writes import refused_after_a_crash_before_the_record
+from test_recovery_writes import lines, refused_after_a_crash_before_the_record
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -266,3 +266,28 @@ def test_an_unchecked_write_refused_over_connect(server, tmp_path):
     job = ConnectWritesJob(tmp_path, "connect-jdbc", server)
     job.run("r1", writes="append,jdbc")
     refused_after_a_crash_before_the_record(job, "r2")
+
+
+def test_foreach_partition_over_connect(server, tmp_path):
+    """A Connect client's foreachPartition (4.x: a mapInArrow the client collects) is a write of
+    the job all the same, numbered and decided by the server's runtime: run once, skipped by the
+    next run (nothing appended again), refused under onUncheckedWrite=fail once the job's record
+    of its commit is gone (a crash between the two)."""
+    job = ConnectWritesJob(tmp_path, "connect-actions", server)
+    out = os.path.join(job.out, "2-foreachPartition.txt")
+    job.run("r1", writes="append,foreachPartition")
+    assert lines(out) == WRITES_B
+    job.run("r2", writes="append,foreachPartition")
+    assert lines(out) == WRITES_B and job.ran("W2", "r2") == []
+    assert "write 2 of job connect-actions (foreachPartition: " in server.log()
+    records = os.path.join(job.dir, job.name, "writes")
+    for r in job.records():
+        if r.startswith("2.") and r.endswith(".committed"):
+            os.remove(os.path.join(records, r))
+    p = job.start("r3", writes="append,foreachPartition",
+                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
+    assert p.wait(300) != 0
+    log = open(job._log("r3")).read()
+    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE] write 2 of job connect-actions " \
+        "(foreachPartition: " in log, log[-3000:]
+    assert lines(out) == WRITES_B and job.ran("W2", "r3") == []

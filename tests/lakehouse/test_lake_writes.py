@@ -1,11 +1,13 @@
 """Delta Lake and Iceberg tables as the outputs of a recovered job (issue 43, item 3), with real
 processes: the driver of tests/recovery_writes_job.py appends A's rows to a Delta table and an
-Iceberg table (writes 1 and 2: A_WRITES=2), then writes B's rows with an overwrite of each
-(writes 3 and 4), and is killed with SIGKILL while B computes (inside write 3). The job's own
-records of writes 1 and 2 are then deleted, as if it had died between the tables' commits and
-those records: the resumed run must still skip them, told by the tables themselves (Delta's
-transaction of the write's app id, Iceberg's snapshot summary property), and write 3 and 4 once.
-Each table's history then shows one commit per write."""
+Iceberg table (writes 1 and 2), then with ``saveAsTable(mode="append")`` into a Delta table and an
+Iceberg table that do not exist yet (writes 3 and 4: a CTAS in that run, an append in a resumed
+one; A_WRITES=4), then writes B's rows with an overwrite of each (writes 5 and 6), and is killed
+with SIGKILL while B computes (inside write 5). The job's own records of writes 1-4 are then
+deleted, as if it had died between the tables' commits and those records: the resumed run must
+still skip them, told by the tables themselves (Delta's transaction of the write's app id,
+Iceberg's snapshot summary property), and write 5 and 6 once. Each table's history then shows
+one commit per write."""
 from __future__ import annotations
 
 import glob
@@ -19,17 +21,21 @@ from lake import require
 from tables import DeltaTable, IcebergTable
 from test_recovery_writes import A_ROWS, B_ROWS, Job  # tests/: the writes job of the file case
 
-WRITES = "delta,iceberg,deltaOverwrite,icebergOverwrite"
+WRITES = "delta,iceberg,deltaSaveAsTable,icebergSaveAsTable,deltaOverwrite,icebergOverwrite"
+A_WRITES = 4  # writes 1-4 write A's rows, committed before the kill
 
 
 class LakeJob(Job):
     warehouse = ""
 
     def options(self, writes: str = WRITES, **_) -> dict:
-        # writes 1 and 2 write A's rows; the Iceberg tables go to the suite's warehouse
-        return {**super().options(writes), "A_WRITES": "2", "LAKE_WAREHOUSE": self.warehouse}
+        # writes 1-4 write A's rows; the Iceberg tables go to the suite's warehouse
+        return {**super().options(writes), "A_WRITES": str(A_WRITES),
+                "LAKE_WAREHOUSE": self.warehouse}
 
     def table(self, spark, i: int, kind: str):
+        if kind == "deltaSaveAsTable":  # a managed table of the job's metastore
+            return DeltaTable(spark, os.path.join(self.out, "warehouse", f"t{i}"))
         if kind.startswith("delta"):
             return DeltaTable(spark, self.target(i, kind))
         return IcebergTable(spark, f"t{i}")
@@ -46,11 +52,13 @@ def resumed(spark, tmp_path_factory, warehouse):
     job.warehouse = warehouse  # the test session reads the job's Iceberg tables
     p = job.start("r1", slow=2.0, writes=WRITES)
     kill_when(p, lambda: bool(job.ran("B", "r1")))
-    first = {i: job.rows_of(spark, i, kind) for i, kind in ((1, "delta"), (2, "iceberg"))}
-    # the driver died after the tables committed writes 1 and 2, before it recorded them
+    kinds = WRITES.split(",")
+    first = {i: job.rows_of(spark, i, kinds[i - 1]) for i in range(1, A_WRITES + 1)}
+    # the driver died after the tables committed writes 1-4, before it recorded them
     records = job.records()
     for name in records:
-        if name.split(".")[0] in ("1", "2") and name.endswith(".committed"):
+        if name[0].isdigit() and int(name.split(".")[0]) <= A_WRITES and \
+                name.endswith(".committed"):
             os.remove(os.path.join(job.dir, job.name, "writes", name))
     job.run("r2", writes=WRITES)
     return job, first, records
@@ -58,37 +66,49 @@ def resumed(spark, tmp_path_factory, warehouse):
 
 def test_appends_and_overwrites_are_written_once(spark, resumed):
     job, first, records = resumed
-    assert first == {1: A_ROWS, 2: A_ROWS}, "writes 1 and 2 had committed before the kill"
-    assert {r.split(".")[0] + "." + r.split(".")[-1] for r in records} >= {"1.committed",
-                                                                          "2.committed"}
+    assert first == {i: A_ROWS for i in range(1, A_WRITES + 1)}, \
+        "writes 1-4 had committed before the kill"
+    assert {r.split(".")[0] + "." + r.split(".")[-1] for r in records} >= {
+        f"{i}.committed" for i in range(1, A_WRITES + 1)}
     kinds = dict(enumerate(WRITES.split(","), start=1))
     for i, kind in kinds.items():
-        assert job.rows_of(spark, i, kind) == (A_ROWS if i <= 2 else B_ROWS), (i, kind)
-    # writes 1 and 2 were skipped: nothing of A was computed again, and their rows' UDF never ran
-    assert job.ran("W1", "r2") == [] and job.ran("W2", "r2") == [] and job.ran("A", "r2") == []
-    assert job.ran("W3", "r2") and job.ran("W4", "r2")
+        assert job.rows_of(spark, i, kind) == (A_ROWS if i <= A_WRITES else B_ROWS), (i, kind)
+    # writes 1-4 were skipped: nothing of A was computed again, and their rows' UDF never ran;
+    # the saveAsTable appends (3, 4) too, though they were CTAS in the run that made them
+    assert all(job.ran(f"W{i}", "r2") == [] for i in range(1, A_WRITES + 1))
+    assert job.ran("A", "r2") == []
+    assert job.ran("W5", "r2") and job.ran("W6", "r2")
     log = open(job._log("r2")).read()
     assert "write 1 of job lake-writes (delta: " in log and "the delta sink holds its commit" in log
     assert "the iceberg sink holds its commit" in log
+    skipped = {e["number"]: e["reason"] for e in job.events() if e["type"] == "writeSkipped"}
+    assert skipped == {1: "the delta sink holds its commit", 2: "the iceberg sink holds its commit",
+                       3: "the delta sink holds its commit",
+                       4: "the iceberg sink holds its commit"}, skipped
 
 
 def test_each_table_history_has_one_commit_per_write(spark, resumed):
     job, _, _ = resumed
-    delta1, delta3 = job.table(spark, 1, "delta"), job.table(spark, 3, "deltaOverwrite")
+    delta1, delta5 = job.table(spark, 1, "delta"), job.table(spark, 5, "deltaOverwrite")
     assert [c["operation"] for c in delta1.commits()] == ["WRITE"]
-    assert [(c["operation"], c["parameters"]["mode"]) for c in delta3.commits()] == \
+    assert [(c["operation"], c["parameters"]["mode"]) for c in delta5.commits()] == \
         [("WRITE", "Overwrite")]
+    # the saveAsTable of a table that did not exist: its one commit is the CTAS of the first run
+    delta3 = job.table(spark, 3, "deltaSaveAsTable")
+    assert [c["operation"] for c in delta3.commits()] == ["CREATE TABLE AS SELECT"]
     # the txn action of each commit: the write's app id (Delta's idempotent writes)
-    for table, number in ((delta1, 1), (delta3, 3)):
+    for table, number in ((delta1, 1), (delta3, 3), (delta5, 5)):
         logs = sorted(glob.glob(f"{table.where}/_delta_log/*.json"))
         txns = [json.loads(line)["txn"] for f in logs for line in open(f) if '"txn"' in line]
         assert len(txns) == 1 and txns[0]["version"] == number, txns
         assert txns[0]["appId"].startswith("fullwindow/lake-writes-") and \
             f".{number}." in txns[0]["appId"]
-    ice2, ice4 = job.table(spark, 2, "iceberg"), job.table(spark, 4, "icebergOverwrite")
+    ice2, ice4 = job.table(spark, 2, "iceberg"), job.table(spark, 4, "icebergSaveAsTable")
+    ice6 = job.table(spark, 6, "icebergOverwrite")
     assert [c["operation"] for c in ice2.commits()] == ["append"]
-    assert [c["operation"] for c in ice4.commits()] == ["overwrite"]
-    for table, number in ((ice2, 2), (ice4, 4)):
+    assert [c["operation"] for c in ice4.commits()] == ["append"]
+    assert [c["operation"] for c in ice6.commits()] == ["overwrite"]
+    for table, number in ((ice2, 2), (ice4, 4), (ice6, 6)):
         (commit,) = table.commits()
         assert f".{number}." in commit["summary"]["fullwindow.write-id"], commit["summary"]
 

@@ -30,12 +30,80 @@ def commit(out: Any, operation: str, code: bytes, extra: str) -> Any:
         rel.commit.extra = extra
 
     _close_at_exit(out.sparkSession)
+    install_actions()
     wrapped = connect_dataframe(FullWindowPlan(out._plan, fill), out.sparkSession)
     try:
         dataframe_schema(wrapped)  # analyzed now: the runtime decides and may refuse here
     except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
         raise_from_java(err, operation)
     return wrapped
+
+
+#: the ``Commit`` operation of a ``foreach`` / ``foreachPartition`` (``action:<kind>``)
+ACTION = "action:"
+
+
+def action(df: Any, kind: str, func: Any, run: Any) -> Any:
+    """``run()`` (``df.<kind>(func)`` as the Connect client runs it) as a write of the session's
+    recovery job, decided by the server's runtime: ``df``'s plan goes to the server in a
+    ``Commit`` relation (analyzed there once, under a token of this call), which numbers it with
+    the job's writes (``RecoveredWrites.beginAction``); skipped when an earlier run committed it,
+    refused under ``onUncheckedWrite=fail`` (raised here), else run and recorded as done."""
+    import uuid
+
+    from fullwindow._connect.plan import FullWindowPlan
+    from fullwindow._jvm_errors import raise_from_java
+    from fullwindow.recovery._digest import code_digest, target_of
+
+    session = df.sparkSession
+    from fullwindow.recovery.config import ENABLED, _enabled
+
+    if not _enabled(session.conf.get(ENABLED, "false")):
+        return run()
+    token = uuid.uuid4().hex
+    extra = json.dumps({"token": token, "target": target_of(func)})
+    code = code_digest(func)
+
+    def fill(rel: Any, client: Any) -> None:
+        rel.commit.operation = ACTION + kind
+        rel.commit.code_digest = code
+        rel.commit.extra = extra
+
+    _close_at_exit(session)
+    try:
+        dataframe_schema(connect_dataframe(FullWindowPlan(df._plan, fill), session))
+    except Exception as err:  # noqa: BLE001 - said as fullwindow's error, or re-raised
+        raise_from_java(err, kind)
+    if control(session, "actionState", token=token).get("skipped"):
+        return None
+    out = run()
+    control(session, "actionDone", token=token)
+    return out
+
+
+def _recorded(kind: str, original: Any) -> Any:
+    import functools
+
+    @functools.wraps(original)
+    def wrapper(self: Any, f: Any) -> Any:
+        return action(self, kind, f, lambda: original(self, f))
+    wrapper._fullwindow_recorded = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install_actions() -> None:
+    """The Connect client DataFrame's ``foreach`` / ``foreachPartition`` (4.x; 3.5's client
+    has neither) as writes of the session's recovery job (:func:`action`). Installed when the
+    client first calls the server's recovery runtime: its job starts then."""
+    from fullwindow._compat import connect_dataframe_class
+
+    cls = connect_dataframe_class()
+    if cls is None:
+        return
+    for kind in ("foreach", "foreachPartition"):
+        original = cls.__dict__.get(kind)
+        if original is not None and not getattr(original, "_fullwindow_recorded", False):
+            setattr(cls, kind, _recorded(kind, original))
 
 
 _CLOSING: "set[int]" = set()
@@ -66,6 +134,7 @@ def control(session: Any, action: str, **argument: Any) -> Any:
     from fullwindow._jvm_errors import raise_from_java
 
     prepare(session, False)  # the server's jar is this client's version
+    install_actions()
 
     def fill(rel: Any) -> None:
         rel.recovery_control.action = action

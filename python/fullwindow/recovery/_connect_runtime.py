@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional
 log = logging.getLogger("fullwindow.recovery")
 
 _INTERFACE = "org.apache.spark.sql.fullwindow.connect.ConnectRecoveryRuntime"
+_ACTION = "action:"  # fullwindow._connect.recovery.ACTION
 _INSTALLER = "org.apache.spark.sql.fullwindow.connect.FullWindowConnectRecovery"
 
 
@@ -42,6 +43,8 @@ class ConnectRuntime:
     def __init__(self, sc: Any) -> None:
         self.sc = sc
         self.sessions: Dict[str, Any] = {}
+        #: the clients' foreach / foreachPartition begun and not done yet, by token
+        self.actions: Dict[str, Any] = {}
         self.lock = threading.Lock()
 
     def _session(self, session_id: str, jsession: Any) -> Any:
@@ -64,6 +67,9 @@ class ConnectRuntime:
             from fullwindow.recovery.config import settings_of_session
 
             spark = self._session(session_id, jsession)
+            if operation.startswith(_ACTION):  # a client's foreach / foreachPartition
+                return self._begin_action(spark, jdataset, operation[len(_ACTION):],
+                                          code_hex, extra)
             settings = settings_of_session(spark, operation)
             if settings is None:
                 return jdataset
@@ -73,6 +79,29 @@ class ConnectRuntime:
             return out._jdf
         except BaseException as err:  # noqa: BLE001 - nothing may cross py4j as an exception
             return _answer(err)
+
+    def _begin_action(self, spark: Any, jdataset: Any, kind: str, code_hex: str,
+                      extra: str) -> Any:
+        """Numbers a client's ``kind`` of ``jdataset`` in the session's job, once per token
+        (the server may analyze the relation that carries it more than once); the decision is
+        asked for with ``actionState`` and the end told with ``actionDone``."""
+        from fullwindow._jvm import facade
+        from fullwindow._jvm_errors import raise_from_java
+
+        args = json.loads(extra or "{}")
+        token = str(args.get("token", ""))
+        with self.lock:
+            if token in self.actions:
+                return jdataset
+        try:
+            pending = facade(spark).beginRecoveredAction(jdataset, kind,
+                                                         str(args.get("target", "")), code_hex)
+        except Exception as err:  # noqa: BLE001 - a refusal: said as fullwindow's error
+            raise_from_java(err, kind)
+            raise
+        with self.lock:
+            self.actions[token] = pending
+        return jdataset
 
     def control(self, session_id: str, user_id: str, jsession: Any, action: str,
                 argument: str) -> Optional[str]:
@@ -110,6 +139,16 @@ class ConnectRuntime:
         if action == "cleanup":
             return {"deleted": _jobs._cleanup(spark, args.get("job_id"),
                                                  args.get("directory"), owner)}
+        if action == "actionState":
+            with self.lock:
+                pending = self.actions.get(str(args.get("token")))
+            return {"skipped": bool(pending is not None and pending.skipped())}
+        if action == "actionDone":
+            with self.lock:
+                pending = self.actions.pop(str(args.get("token")), None)
+            if pending is not None:
+                pending.done()
+            return {}
         if action in ("status", "verify"):
             return recovery.status(args["directory"], args["job_id"], spark,
                                    crc=action == "verify")

@@ -180,3 +180,11 @@ def code_digest(obj: Any) -> bytes:
     w = _Walker()
     w.visit(obj)
     return w.h.digest()
+
+
+def target_of(func: Any) -> str:
+    """What names an action's function in the job's write records: its qualified name (with
+    its module, unless that is the program itself)."""
+    name = getattr(func, "__qualname__", None) or type(func).__qualname__
+    module = getattr(func, "__module__", None)
+    return f"{module}.{name}" if module and module != "__main__" else name

@@ -368,6 +368,15 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   def closeRecoveryJob(jobDir: String): Unit = FullWindowRecoveryJobs.close(jobDir)
 
+  /** `foreach` / `foreachPartition` (`kind`) of `df`, with function `target` whose code has
+    * digest `code`, numbered as an unchecked write of the session's open recovery job (see
+    * [[recovery.writes.RecoveredWrites.beginAction]]): Python runs it unless the answer is
+    * `skipped`, then calls `done()`. Raises `RECOVERY_UNCHECKED_WRITE` under
+    * `onUncheckedWrite=fail` when an earlier run started it and did not finish it. */
+  def beginRecoveredAction(df: Dataset[Row], kind: String, target: String,
+      code: String): recovery.writes.RecoveredWrites.Action =
+    recovery.writes.RecoveredWrites.beginAction(df, kind, target, code)
+
   def failRecoveryJob(spark: SparkSession, jobDir: String, why: String): Unit =
     RecoveryFence.fail(spark.sparkContext, jobDir, why)
 

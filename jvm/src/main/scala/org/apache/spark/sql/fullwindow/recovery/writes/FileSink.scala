@@ -34,18 +34,18 @@ import org.apache.spark.sql.internal.SQLConf
  *
  *  - committed: a `committed` marker; or a `committing` one whose files are all published (the
  *    driver died inside the job commit's last step);
- *  - rollback: for each `started` / `committing` marker of the same write number that never
- *    committed, the files named with its UUID are deleted (published by a commit cut short, or
- *    left by a task commit that publishes directly), then what it staged (`_temporary`, its
- *    `.spark-staging-` directory), then the markers: the job commit of the write run again cannot
- *    publish a dead run's task outputs.
+ *  - rollback (once the write holds its target): for each `started` / `committing` marker of
+ *    the same write number that never committed, the files named with its UUID are deleted
+ *    (published by a commit cut short, or left by a task commit that publishes directly), then
+ *    what it staged (`_temporary`, its `.spark-staging-` directory), then the markers: the job
+ *    commit of the write run again cannot publish a dead run's task outputs.
  */
 final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: LogicalPlan,
     table: Option[CatalogTable]) extends WriteSink with Logging {
   override def kind: String = "files"
   override def target: String = path.toString
 
-  // the target's markers, listed once per write: `committed` and, when it says no, `rollback`
+  // the target's markers, listed once per write: `committed` and, when it says no, `undo`
   // read the same listing (neither changes the markers before the other has read them)
   @transient private var listed: Seq[(String, Long)] = _
 
@@ -78,7 +78,11 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
     }
   }
 
-  override def rollback(session: SparkSession, w: WriteCall): Unit = {
+  // what a dead run left is undone once the write holds its target ([[running]]): a write of
+  // this session running into the same target meanwhile is not touched
+  override def rollback(session: SparkSession, w: WriteCall): Unit = ()
+
+  private def undo(session: SparkSession, w: WriteCall): Unit = {
     val conf = session.sessionState.newHadoopConf()
     val dir = new Path(path, FileSink.MarkerDir)
     val fs = dir.getFileSystem(conf)
@@ -107,18 +111,14 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
     dead.foreach(n => fs.delete(new Path(dir, n), false))
   }
 
-  override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) = {
-    val conf = session.sessionState.conf
-    val current = conf.getConfString(FileSink.ProtocolKey,
-      "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol")
-    val inner = if (current == classOf[FullWindowCommitProtocol].getName) {
-      conf.getConfString(FileSink.InnerKey, current)
-    } else current
-    (plan, Map(
-      FileSink.ProtocolKey -> classOf[FullWindowCommitProtocol].getName,
-      FileSink.InnerKey -> inner,
-      FileSink.MarkerKey -> s"${new Path(path, FileSink.MarkerDir)}\t${w.id}"))
-  }
+  override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) =
+    (plan, Map.empty)
+
+  override def running[T](session: SparkSession, w: WriteCall)(body: => T): T =
+    FileSink.running(session, path, new Path(path, FileSink.MarkerDir).toString, w.id) {
+      undo(session, w)
+      body
+    }
 }
 
 object FileSink {
@@ -126,8 +126,82 @@ object FileSink {
   val ProtocolKey = "spark.sql.sources.commitProtocolClass"
   /** The commit protocol [[FullWindowCommitProtocol]] wraps (the session's own). */
   val InnerKey = "spark.fullwindow.recovery.write.innerCommitProtocol"
-  /** `markerDir TAB writeId` of the write running now (set while it runs). */
-  val MarkerKey = "spark.fullwindow.recovery.write.marker"
+
+  /** A recovered write running now into `target`: where its markers go, and its id. */
+  final case class Running(markerDir: String, writeId: String)
+
+  // the recovered file writes running now, by target: the commit protocol of each finds its
+  // own write there (two writes of one session from two threads keep apart; two into one
+  // target run one after the other, as their `_temporary` would collide anyway)
+  private val byTarget = new java.util.concurrent.ConcurrentHashMap[String, Running]()
+  // per session conf: how many recovered file writes run now, and the protocol set before
+  private val active = new java.util.IdentityHashMap[SQLConf, (Int, Option[String])]()
+
+  private def key(target: String): String = new Path(target).toUri.normalize.toString.stripSuffix("/")
+
+  /** The recovered write running into `target` now, if any. */
+  def runningInto(target: String): Option[Running] = {
+    val k = key(target)
+    Option(byTarget.get(k)).orElse {
+      // a target named without its scheme: matched by path
+      val p = new Path(k).toUri.getPath
+      val it = byTarget.entrySet().iterator()
+      var found: Option[Running] = None
+      while (found.isEmpty && it.hasNext) {
+        val e = it.next()
+        if (new Path(e.getKey).toUri.getPath == p) found = Some(e.getValue)
+      }
+      found
+    }
+  }
+
+  /**
+   * Runs `body` (write `writeId` into `target`) with [[FullWindowCommitProtocol]] as the
+   * session's commit protocol: set by the first recovered file write of the session that runs,
+   * put back by the last; each write's protocol finds its id by its target ([[runningInto]]).
+   */
+  def running[T](session: SparkSession, target: Path, markerDir: String, writeId: String)(
+      body: => T): T = {
+    val k = key(target.toString)
+    val me = Running(markerDir, writeId)
+    while (byTarget.putIfAbsent(k, me) != null) byTarget.synchronized(byTarget.wait(50))
+    val conf = session.sessionState.conf
+    try {
+      enter(conf)
+      try body finally leave(conf)
+    } finally {
+      byTarget.remove(k)
+      byTarget.synchronized(byTarget.notifyAll())
+    }
+  }
+
+  private val Ours = classOf[FullWindowCommitProtocol].getName
+  private val SparkDefault =
+    "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol"
+
+  private def enter(conf: SQLConf): Unit = active.synchronized {
+    val (n, before) = Option(active.get(conf)).getOrElse((0, Option(conf.getConfString(ProtocolKey, null))))
+    if (n == 0) {
+      val current = conf.getConfString(ProtocolKey, SparkDefault)
+      val inner = if (current == Ours) conf.getConfString(InnerKey, SparkDefault) else current
+      conf.setConfString(InnerKey, inner)
+      conf.setConfString(ProtocolKey, Ours)
+    }
+    active.put(conf, (n + 1, before))
+  }
+
+  private def leave(conf: SQLConf): Unit = active.synchronized {
+    val (n, before) = active.get(conf)
+    if (n > 1) active.put(conf, (n - 1, before))
+    else {
+      active.remove(conf)
+      before.filter(_ != Ours) match {
+        case Some(v) => conf.setConfString(ProtocolKey, v)
+        case None => conf.unsetConf(ProtocolKey)
+      }
+      conf.unsetConf(InnerKey)
+    }
+  }
 
   def of(session: SparkSession, plan: LogicalPlan): Option[WriteSink] = plan match {
     case i: InsertIntoHadoopFsRelationCommand =>
@@ -216,17 +290,17 @@ object FileSink {
 /**
  * The commit protocol of a recovered job's file writes: the session's own protocol (Spark's,
  * or one a user configured, such as S3A's committers), with the markers of [[FileSink]] written
- * around its job setup and commit. Set for the duration of one write by [[RecoveredWrites]].
+ * around its job setup and commit, for the recovered write running into its target
+ * ([[FileSink.runningInto]]). The session's protocol while any recovered file write of the session
+ * runs ([[FileSink.running]]); with no recovered write into its target it is the inner one alone.
  */
 class FullWindowCommitProtocol(jobId: String, path: String, dynamicPartitionOverwrite: Boolean)
   extends FileCommitProtocol with Serializable with Logging {
 
-  private val (markerDir, writeId): (String, String) = {
-    val text = SQLConf.get.getConfString(FileSink.MarkerKey, "")
-    text.split("\t", 2) match {
-      case Array(d, w) => (d, w)
-      case _ => (null, null)
-    }
+  // the recovered write running into this target (none: the inner protocol alone)
+  private val (markerDir, writeId): (String, String) = FileSink.runningInto(path) match {
+    case Some(r) => (r.markerDir, r.writeId)
+    case None => (null, null)
   }
 
   private val inner: FileCommitProtocol = FileCommitProtocol.instantiate(

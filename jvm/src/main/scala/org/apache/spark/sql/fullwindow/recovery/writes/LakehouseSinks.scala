@@ -7,7 +7,8 @@ import org.apache.hadoop.fs.Path
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.analysis.NamedRelation
-import org.apache.spark.sql.catalyst.plans.logical.{AppendData, CreateTableAsSelect, LogicalPlan, OverwriteByExpression, OverwritePartitionsDynamic, ReplaceTableAsSelect, V2WriteCommand}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute}
+import org.apache.spark.sql.catalyst.plans.logical.{AppendData, CreateTableAsSelect, LogicalPlan, OverwriteByExpression, OverwritePartitionsDynamic, Project, ReplaceTableAsSelect, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Identifier, Table, TableCatalog}
 import org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
@@ -38,6 +39,47 @@ object LakehouseSinks {
     case c: CreateTableAsSelect => if (c.ignoreIfExists) "createIfNotExists" else "create"
     case _: ReplaceTableAsSelect => "replace"
     case p => p.nodeName
+  }
+
+  /**
+   * The catalog table `plan` appends to (`AppendData` of a table of a catalog) or creates
+   * (`CreateTableAsSelect`), named `catalog.identifier`: `saveAsTable(mode="append")` creates a
+   * table that does not exist yet and appends to it once it does, so a run that created it and
+   * a resumed run that appends to it make the same write. Such writes are fingerprinted by
+   * [[sameWrite]].
+   */
+  private[writes] def appendedTable(plan: LogicalPlan): Option[String] = plan match {
+    case a: AppendData => a.table match {
+      case r: DataSourceV2Relation =>
+        for (c <- r.catalog; i <- r.identifier) yield s"${c.name()}.${quoted(i)}"
+      case _ => None
+    }
+    case c: CreateTableAsSelect => ctasTarget(c.name, None).map { case (cat, i, _) =>
+      s"${cat.name()}.${quoted(i)}" }
+    case _ => None
+  }
+
+  private def quoted(i: Identifier): String = (i.namespace().toSeq :+ i.name()).mkString(".")
+
+  /** The fingerprint's sink, target and mode of a write into `table` ([[appendedTable]]). */
+  private[writes] def sameWrite(kind: String, table: String): Seq[String] =
+    Seq(kind, table, "append or create")
+
+  /** `query` without the projections at its top that only pick columns by name (what an append
+    * by name adds, and a create does not): a create and an append of one query compare equal. */
+  private[writes] def byName(query: LogicalPlan): LogicalPlan = query match {
+    case Project(list, child) if list.forall {
+        case _: Attribute => true
+        case Alias(a: Attribute, name) => a.name.equalsIgnoreCase(name)
+        case _ => false
+      } => byName(child)
+    case q => q
+  }
+
+  /** The query of write `plan`, by name where it appends to or creates a catalog table. */
+  private[writes] def queryOf(plan: LogicalPlan): LogicalPlan = {
+    val q = WriteSinks.queryOf(plan)
+    if (appendedTable(plan).isDefined) byName(q) else q
   }
 
   /** The table a V2 write command writes, when it is a relation over a table. */
@@ -117,6 +159,10 @@ final case class DeltaSink(plan: LogicalPlan, target: String, mode: String, quer
     location: SparkSession => Option[Path]) extends WriteSink with Logging {
   override def kind: String = "delta"
 
+  private val table = LakehouseSinks.appendedTable(plan)
+  override def identity: Seq[String] =
+    table.map(LakehouseSinks.sameWrite(kind, _)).getOrElse(super.identity)
+
   private def appId(w: WriteCall): String = s"fullwindow/${w.id}"
 
   override def committed(session: SparkSession, w: WriteCall): Boolean =
@@ -153,13 +199,13 @@ object DeltaSink {
       case Some((r, t)) if t.getClass.getName == TableV2 =>
         val path = Reflect.call(t, "path").collect { case p: Path => p }
         Some(DeltaSink(plan, path.map(_.toString).getOrElse(r.name), LakehouseSinks.modeOf(plan),
-          WriteSinks.queryOf(plan), _ => path))
+          LakehouseSinks.queryOf(plan), _ => path))
       case _ => LakehouseSinks.created(plan) match {
         case Some((catalog, ident, provider))
             if provider.exists(_.equalsIgnoreCase("delta")) &&
               catalog.getClass.getName.startsWith("org.apache.spark.sql.delta.") =>
           Some(DeltaSink(plan, s"${catalog.name()}.$ident", LakehouseSinks.modeOf(plan),
-            WriteSinks.queryOf(plan), _ => LakehouseSinks.load(catalog, ident)
+            LakehouseSinks.queryOf(plan), _ => LakehouseSinks.load(catalog, ident)
               .flatMap(Reflect.call(_, "path")).collect { case p: Path => p }))
         case _ => None
       }
@@ -205,6 +251,10 @@ final case class IcebergSink(plan: LogicalPlan, target: String, mode: String, qu
     table: SparkSession => Option[Table]) extends WriteSink {
   override def kind: String = "iceberg"
 
+  private val appended = LakehouseSinks.appendedTable(plan)
+  override def identity: Seq[String] =
+    appended.map(LakehouseSinks.sameWrite(kind, _)).getOrElse(super.identity)
+
   override def committed(session: SparkSession, w: WriteCall): Boolean =
     table(session).flatMap(Reflect.call(_, "table")).exists(IcebergSink.holds(_, w.id))
 
@@ -227,14 +277,14 @@ object IcebergSink {
           case Seq() => t.name()
           case parts => parts.mkString(".")
         }
-        Some(IcebergSink(plan, name, LakehouseSinks.modeOf(plan), WriteSinks.queryOf(plan),
+        Some(IcebergSink(plan, name, LakehouseSinks.modeOf(plan), LakehouseSinks.queryOf(plan),
           _ => Some(t)))
       case _ => LakehouseSinks.created(plan) match {
         case Some((catalog, ident, provider))
             if catalog.getClass.getName.startsWith("org.apache.iceberg.") &&
               provider.forall(_.equalsIgnoreCase("iceberg")) =>
           Some(IcebergSink(plan, s"${catalog.name()}.$ident", LakehouseSinks.modeOf(plan),
-            WriteSinks.queryOf(plan), _ => LakehouseSinks.load(catalog, ident).filter(isIceberg)))
+            LakehouseSinks.queryOf(plan), _ => LakehouseSinks.load(catalog, ident).filter(isIceberg)))
         case _ => None
       }
     }

@@ -101,14 +101,41 @@ object RecoveredWrites extends Logging {
 
   def fingerprint(sink: WriteSink): String = {
     val text = FullWindowPython.planTexts(sink.query).full
-    WriteCall.sha(Seq("write", sink.kind, sink.target, sink.mode, text).mkString("\u0000"))
-      .take(24)
+    val parts = Seq("write") ++ sink.identity ++ Seq(text) ++
+      (if (sink.extra.isEmpty) Nil else Seq(sink.extra))
+    WriteCall.sha(parts.mkString("\u0000")).take(24)
   }
 
-  def run(session: SparkSession, write: LogicalPlan): Seq[Row] = {
+  /** What [[begin]] decided for a write. */
+  sealed trait Decision
+  /** Recovery is off, or the job's runtime has not started in this driver: run, unnumbered. */
+  case object NotNumbered extends Decision
+  /** An earlier run committed it: nothing runs. */
+  case object Skipped extends Decision
+  /** Run it as write `w` (its start recorded), then call [[end]]. */
+  final case class Run(w: WriteCall, sink: WriteSink) extends Decision
+
+  def run(session: SparkSession, write: LogicalPlan): Seq[Row] =
+    begin(session, WriteSinks.of(session, write)) match {
+      case NotNumbered => execute(session, write, Map.empty)
+      case Skipped => Nil
+      case Run(w, sink) =>
+        val (plan, settings) = sink.prepare(session, w)
+        val rows = sink.running(session, w)(execute(session, plan, settings))
+        end(session, w, sink)
+        rows
+    }
+
+  /**
+   * Numbers write `sink` (made only when the job is open) in the session's open job and
+   * decides it: skipped (committed by an earlier run: recorded, or held by the sink), refused
+   * (an unchecked sink an earlier run started, under `onUncheckedWrite=fail`), or to run: then
+   * what an earlier run left of it is undone and its start recorded.
+   */
+  def begin(session: SparkSession, sink: => WriteSink): Decision = {
     val conf = session.sessionState.conf
     val jobDir = HintRecovery.jobDir(conf).orNull
-    if (jobDir == null) return execute(session, write, Map.empty)
+    if (jobDir == null) return NotNumbered
     val mode = onUncheckedWrite(conf)
     if (!FullWindowRecoveryJobs.isOpen(jobDir)) {
       if (warned.add(jobDir)) {
@@ -117,22 +144,22 @@ object RecoveredWrites extends Logging {
           "again. Call fullwindow.recovery.start(spark) at the start of the job (any " +
           "full-window DataFrame operation defined first starts it too).")
       }
-      return execute(session, write, Map.empty)
+      return NotNumbered
     }
-    val sink = WriteSinks.of(session, write)
+    val s = sink
     val jw = writes(jobDir, session)
     val n = jw.next.incrementAndGet()
     val jobId = conf.getConfString(HintRecovery.JobId, "").trim
-    val w = WriteCall(jobDir, jobId, n, fingerprint(sink))
-    val what = s"write $n of job $jobId (${sink.kind}: ${sink.target}, ${sink.mode})"
+    val w = WriteCall(jobDir, jobId, n, fingerprint(s))
+    val what = s"write $n of job $jobId (${s.kind}: ${s.target}, ${s.mode})"
     if (jw.records.contains(s"$n.${w.fingerprint}.committed")) {
-      skipped(w, sink, what, "an earlier run recorded it as committed")
-      return Nil
+      skipped(w, s, what, "an earlier run recorded it as committed")
+      return Skipped
     }
-    if (sink.committed(session, w)) {
-      record(session, w, sink, "committed")
-      skipped(w, sink, what, s"the ${sink.kind} sink holds its commit")
-      return Nil
+    if (s.committed(session, w)) {
+      record(session, w, s, "committed")
+      skipped(w, s, what, s"the ${s.kind} sink holds its commit")
+      return Skipped
     }
     val earlier = jw.records.filter(r => r.startsWith(s"$n.") && !r.startsWith(s"$n.${w.fingerprint}."))
     if (earlier.exists(_.endsWith(".committed"))) {
@@ -140,27 +167,50 @@ object RecoveredWrites extends Logging {
         "with another plan, target or input; it runs again, and what the earlier run wrote " +
         "stays where it was written.")
     }
-    if (!sink.checked && jw.records.contains(s"$n.${w.fingerprint}.started")) {
+    if (!s.checked && jw.records.contains(s"$n.${w.fingerprint}.started")) {
       if (mode == "fail") {
         throw new FullWindowAnalysisException("RECOVERY_UNCHECKED_WRITE",
           s"$what: an earlier run of the job started this write and did not record it as " +
-            "finished, and this sink keeps no record of what it committed (JDBC, a V1 " +
-            "relation provider, a DataSource V2 writer of its own), so whether its rows are " +
-            s"there already cannot be told. $OnUncheckedWrite=fail refuses to run it again: " +
+            "finished, and this sink keeps no record of what it committed (JDBC, foreach / " +
+            "foreachPartition, a V1 relation provider, a DataSource V2 writer of its own), so " +
+            "whether its rows are there already cannot be told. " +
+            s"$OnUncheckedWrite=fail refuses to run it again: " +
             "check the target, then run with " + s"$OnUncheckedWrite=rerun (the write runs " +
             "again: its rows may be there twice) or start the job afresh under a new jobId.")
       }
       logWarning(s"fullwindow recovery: $what: an earlier run started it and this sink keeps " +
         "no record of its commits; it runs again (at least once).")
     }
-    sink.rollback(session, w)
-    record(session, w, sink, "started")
-    val (plan, settings) = sink.prepare(session, w)
-    val rows = execute(session, plan, settings)
+    s.rollback(session, w)
+    record(session, w, s, "started")
+    Run(w, s)
+  }
+
+  /** A write of the job that Python code runs itself (`foreach` / `foreachPartition`):
+    * [[begin]] it with [[RecoveredWrites.beginAction]], run it when it says so, then [[done]]. */
+  final class Action private[writes] (session: SparkSession, decision: Decision) {
+    /** Whether an earlier run committed it: do not run it. */
+    def skipped: Boolean = decision == Skipped
+    /** The action returned: recorded as committed (when it is numbered). */
+    def done(): Unit = decision match {
+      case Run(w, sink) => end(session, w, sink)
+      case _ =>
+    }
+  }
+
+  /** Numbers DataFrame action `kind` (`foreach`, `foreachPartition`) of `df` as an unchecked
+    * write of the session's open job; see [[ActionSink]]. */
+  def beginAction(df: SparkShims.Dataset[Row], kind: String, target: String,
+      code: String): Action = {
+    val session = df.sparkSession
+    new Action(session, begin(session, ActionSink(kind, target, code, df.queryExecution.analyzed)))
+  }
+
+  /** Write `w` (decided [[Run]] by [[begin]]) returned: the sink's record, then the job's. */
+  def end(session: SparkSession, w: WriteCall, sink: WriteSink): Unit = {
     sink.finish(session, w)
     record(session, w, sink, "committed")
     post(w, sink, "writeCommitted", "")
-    rows
   }
 
   private def skipped(w: WriteCall, sink: WriteSink, what: String, why: String): Unit = {
@@ -194,16 +244,29 @@ object RecoveredWrites extends Logging {
   private def execute(session: SparkSession, plan: LogicalPlan,
       settings: Map[String, String]): Seq[Row] = {
     val conf = session.sessionState.conf
-    val before = settings.keys.map(k => k -> Option(conf.getConfString(k, null))).toMap
-    settings.foreach { case (k, v) => conf.setConfString(k, v) }
-    depth.set(depth.get + 1)
-    try SparkShims.ofRows(session, plan).collect().toSeq
-    finally {
-      depth.set(depth.get - 1)
-      before.foreach {
-        case (k, Some(v)) => conf.setConfString(k, v)
-        case (k, None) => conf.unsetConf(k)
+    def go(): Seq[Row] = {
+      val before = settings.keys.map(k => k -> Option(conf.getConfString(k, null))).toMap
+      settings.foreach { case (k, v) => conf.setConfString(k, v) }
+      depth.set(depth.get + 1)
+      try SparkShims.ofRows(session, plan).collect().toSeq
+      finally {
+        depth.set(depth.get - 1)
+        before.foreach {
+          case (k, Some(v)) => conf.setConfString(k, v)
+          case (k, None) => conf.unsetConf(k)
+        }
       }
     }
+    // settings are the session's (Delta's transaction id): two writes of one session that hold
+    // some run one after the other, so that neither commits under the other's
+    if (settings.isEmpty) go() else settingsLock(conf).synchronized(go())
+  }
+
+  private val settingsLocks = new java.util.WeakHashMap[SQLConf, AnyRef]()
+
+  private def settingsLock(conf: SQLConf): AnyRef = settingsLocks.synchronized {
+    var l = settingsLocks.get(conf)
+    if (l == null) { l = new AnyRef; settingsLocks.put(conf, l) }
+    l
   }
 }

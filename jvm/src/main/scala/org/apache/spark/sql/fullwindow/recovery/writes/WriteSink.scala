@@ -72,8 +72,19 @@ trait WriteSink {
     * while it runs. */
   def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String])
 
+  /** Runs `body` (the write, prepared) as write `w` of this sink: for a sink that finds its
+    * write's id in a registry of its own while the write runs (files). */
+  def running[T](session: SparkSession, w: WriteCall)(body: => T): T = body
+
   /** After the write command returned: what the sink records of its commit, if anything. */
   def finish(session: SparkSession, w: WriteCall): Unit = ()
+
+  /** What the fingerprint covers of the sink, besides the query: its kind, target and mode (a
+    * sink whose writes of two forms are the same write names them alike). */
+  def identity: Seq[String] = Seq(kind, target, mode)
+
+  /** More text the fingerprint covers (empty: none), such as the digest of an action's code. */
+  def extra: String = ""
 }
 
 object WriteSinks {
@@ -136,4 +147,22 @@ final case class UncheckedSink(plan: LogicalPlan) extends WriteSink {
   override def rollback(session: SparkSession, w: WriteCall): Unit = ()
   override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) =
     (plan, Map.empty)
+}
+
+/**
+ * A DataFrame action that writes out by the user's own code, `foreach` / `foreachPartition`
+ * (from Python: [[RecoveredWrites.beginAction]]): numbered in the job's writes as an unchecked
+ * write (its code keeps no record of what it did). `kind` is the action, `target` names its
+ * function, `code` is the digest of the function's code (a changed function is another write),
+ * `query` the DataFrame's analyzed plan.
+ */
+final case class ActionSink(kind: String, target: String, code: String, query: LogicalPlan)
+    extends WriteSink {
+  override def mode: String = "action"
+  override def checked: Boolean = false
+  override def extra: String = code
+  override def committed(session: SparkSession, w: WriteCall): Boolean = false
+  override def rollback(session: SparkSession, w: WriteCall): Unit = ()
+  override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) =
+    (query, Map.empty)
 }
