@@ -81,29 +81,16 @@ def action(df: Any, kind: str, func: Any, run: Any) -> Any:
     return out
 
 
-def _recorded(kind: str, original: Any) -> Any:
-    import functools
-
-    @functools.wraps(original)
-    def wrapper(self: Any, f: Any) -> Any:
-        return action(self, kind, f, lambda: original(self, f))
-    wrapper._fullwindow_recorded = True  # type: ignore[attr-defined]
-    return wrapper
-
-
 def install_actions() -> None:
     """The Connect client DataFrame's ``foreach`` / ``foreachPartition`` (4.x; 3.5's client
     has neither) as writes of the session's recovery job (:func:`action`). Installed when the
     client first calls the server's recovery runtime: its job starts then."""
     from fullwindow._compat import connect_dataframe_class
+    from fullwindow.recovery._actions import record_actions
 
     cls = connect_dataframe_class()
-    if cls is None:
-        return
-    for kind in ("foreach", "foreachPartition"):
-        original = cls.__dict__.get(kind)
-        if original is not None and not getattr(original, "_fullwindow_recorded", False):
-            setattr(cls, kind, _recorded(kind, original))
+    if cls is not None:
+        record_actions(cls, action)
 
 
 _CLOSING: "set[int]" = set()

@@ -48,15 +48,29 @@ def run_action(df: Any, kind: str, func: Any, action: Callable[[], Any]) -> Any:
     return out
 
 
-def _recorded(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def record_actions(cls: type, run: Callable[[Any, str, Any, Callable[[], Any]], Any]) -> None:
+    """Wraps ``cls``'s ``foreach`` / ``foreachPartition`` (once) so that each call goes through
+    ``run(self, kind, func, call)``, ``call()`` being the original call; the classic RDD's and
+    the Connect client DataFrame's (``fullwindow._connect.recovery``) share it."""
+    for kind in ("foreach", "foreachPartition"):
+        original = cls.__dict__.get(kind)
+        if original is not None and not getattr(original, "_fullwindow_recorded", False):
+            setattr(cls, kind, _recorded(kind, original, run))
+
+
+def _recorded(kind: str, original: Callable[..., Any],
+              run: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(self: Any, f: Any) -> Any:
-        df = self.__dict__.get(_SOURCE)
-        if df is None:
-            return original(self, f)
-        return run_action(df, kind, f, lambda: original(self, f))
+        return run(self, kind, f, lambda: original(self, f))
     wrapper._fullwindow_recorded = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _run_of_rdd(rdd: Any, kind: str, func: Any, call: Callable[[], Any]) -> Any:
+    """An RDD's action: a write of the job when the RDD is a DataFrame's ``rdd``."""
+    df = rdd.__dict__.get(_SOURCE)
+    return call() if df is None else run_action(df, kind, func, call)
 
 
 def install() -> None:
@@ -68,10 +82,7 @@ def install() -> None:
     if not types:
         return
     df_cls, rdd_cls = types
-    for kind in ("foreach", "foreachPartition"):
-        original = rdd_cls.__dict__.get(kind)
-        if original is not None and not getattr(original, "_fullwindow_recorded", False):
-            setattr(rdd_cls, kind, _recorded(kind, original))
+    record_actions(rdd_cls, _run_of_rdd)
     plain = df_cls.__dict__.get("rdd")
     if plain is None or getattr(plain, "_fullwindow_recorded", False):
         return
