@@ -338,9 +338,12 @@ def test_streaming_reduce_emits_a_running_result_per_record(spark):
     finally:
         spark.conf.unset(RUNTIME_MODE)
     assert len(rows) == 11
-    assert max(r.v for r in rows if r.k == 0) == 30 and max(r.v for r in rows if r.k == 1) == 25
-    assert sorted(r.v for r in rows if r.k == 0) == [0, 2, 6, 12, 20, 30]
-    assert sorted(r.v for r in rows if r.k == 1) == [1, 4, 9, 16, 25]
+    # the running values depend on the order the records arrive in (from two partitions); the
+    # counts per key and the final value (the largest: the numbers are not negative) do not
+    by_key = {k: sorted(r.v for r in rows if r.k == k) for k in (0, 1)}
+    assert [len(by_key[0]), len(by_key[1])] == [6, 5]
+    assert by_key[0][-1] == 30 and by_key[1][-1] == 25
+    assert by_key[0][0] in (0, 2, 4, 6, 8, 10) and by_key[1][0] in (1, 3, 5, 7, 9)
 
 
 # ---- FLIP-2: the ProcessWindowFunction (InternalWindowFunctionTest) ---------------------------
