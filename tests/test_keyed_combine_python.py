@@ -289,6 +289,100 @@ def test_every_key_distinct_passes_records_through(spark, conf):
         assert combine_rows(out) == (400, 400)
 
 
+# ---- a stub merge -----------------------------------------------------------------------------
+
+class UnsupportedOperationException(Exception):
+    """What a port of Java's ``throw new UnsupportedOperationException()`` raises."""
+
+
+class Stub(Stats):
+    """Stats whose merge is one of the stubs Flink code has (FLIP-380's full-window aggregate
+    never calls merge): it raises, or returns None. It would fail the job, or lose every count,
+    if it were ever called on a partial result."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def merge(self, a, b):
+        if self.kind == "runtime":
+            raise RuntimeError()  # Flink's own KeyedPartitionWindowedStreamITCase.testAggregate
+        if self.kind == "not-implemented":
+            raise NotImplementedError("merge is not needed for a full window")
+        if self.kind == "unsupported":
+            raise UnsupportedOperationException()
+        # "none": a `pass` stub, which returns None
+
+
+STUBS = ["runtime", "not-implemented", "unsupported", "none"]
+
+
+def test_a_stub_merge_aggregates_without_combining(spark, df):
+    expected = uncombined(spark, lambda: build_with(df, "fullWindowPartition", Stats()))
+    assert (None, 37, sum(range(0, 400, 11)), [0, 1, 2, 3, 4]) in expected
+    for form in sorted(AGGREGATES):
+        for kind in STUBS:
+            # every key is in each of the 4 input partitions: combined, its partial results
+            # would need merge; the stub is never given one, and the result is the uncombined
+            assert collected(build_with(df, form, Stub(kind))) == expected, (form, kind)
+
+
+def build_with(df, form, func):
+    keyed = df.keyBy("k")
+    windowed = keyed.fullWindowPartition() if form == "fullWindowPartition" \
+        else keyed.window(EndOfStreamWindows.get())
+    return windowed.aggregate(func, STATS)
+
+
+@needs_connect_result_metrics()
+def test_with_a_stub_merge_every_record_crosses_the_exchange(spark, df, conf):
+    for kind in STUBS:
+        out = build_with(df, "fullWindowPartition", Stub(kind))
+        assert len(collected(out)) == 8
+        assert combine_rows(out) == (400, 400), kind  # nothing combined: no partial result
+        assert fullwindow.operator_metrics(out)["FullWindowKeyedAggregate.numInputRows"] == 400
+    # small batches and a key bound of 2: still no partial result leaves any partition
+    conf(**{MAX_KEYS: "2", BATCH: "7"})
+    out = build_with(df, "window", Stub("runtime"))
+    assert len(collected(out)) == 8
+    assert combine_rows(out) == (400, 400)
+
+
+@needs_connect_result_metrics()
+def test_a_working_merge_still_combines_by_default(df):
+    out = df.keyBy("k").fullWindowPartition().aggregate(Stats(), STATS)
+    out.collect()
+    assert combine_rows(out) == (400, 4 * 8)
+
+
+class MutatingMerge(Stats):
+    """A working merge that changes its first argument in place and returns it (as Java code
+    often does): the probe works on copies, so the partition's own accumulator is unchanged."""
+
+    def create_accumulator(self):
+        return [0, 0, set()]
+
+    def add(self, row, acc):
+        acc[0] += 1
+        acc[1] += row.v
+        acc[2].add(row.v % 5)
+        return acc
+
+    def merge(self, a, b):
+        a[0] += b[0]
+        a[1] += b[1]
+        a[2] |= b[2]
+        return a
+
+
+def test_the_merge_probe_changes_no_accumulator(spark, df):
+    def build():
+        return df.keyBy("k").fullWindowPartition().aggregate(MutatingMerge(), STATS)
+
+    got = collected(build())
+    assert got == uncombined(spark, build)
+    assert got == collected(build_with(df, "fullWindowPartition", Stats()))
+
+
 # ---- what does not combine --------------------------------------------------------------------
 
 def test_switch_off_no_merge_and_streaming_keep_todays_plan(spark, df, conf):

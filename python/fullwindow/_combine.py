@@ -17,10 +17,18 @@ keyed operation), ``merge`` / ``func`` combine each key's partial results.
 - aggregate: the partial results are the key columns and the pickled accumulator; records that
   passed through keep their columns and have no accumulator. After the exchange a partial
   result is merged (``merge``), a record added (``add``).
+
+A stub ``merge`` never breaks a job (FLIP-380's full-window aggregate never calls ``merge``, and
+Flink code often has one that throws or returns null there): before anything folds, the map side
+calls ``merge`` on two copies of a real accumulator of the partition (its first record added);
+if it raises or returns None, every record of that partition passes through and the step after
+the exchange adds them (``add``) as the uncombined path does: no partial result is ever merged
+by a stub, the result is the uncombined one, and a warning says why.
 """
 from __future__ import annotations
 
 import itertools
+import logging
 import pickle
 from typing import Any, Callable, List, Optional
 
@@ -51,6 +59,17 @@ _SAMPLE = 8
 _ENTRY_BYTES = 64  # the dict's own bytes per entry, beyond the accumulator's pickled size
 
 _MISSING = object()
+
+_LOG = logging.getLogger("fullwindow.combine")
+
+
+class _StubMerge(Exception):
+    """Raised by an aggregate's map side when the probe of ``merge`` failed (it raised or
+    returned None): the partition's records then all pass through, none was handed on yet."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 SETTINGS: dict[str, Optional[str]] = {ENABLED: "true", MAX_KEYS: None, MAX_BYTES: None}
 
@@ -245,7 +264,16 @@ def _map_side(batches, decoder, bound: Bound, depth: int, fold: Callable, flush:
         if rows is None:
             rows = decoder(batch)
         rows_in += len(rows)
-        fold(rows, table, on_full)
+        try:
+            fold(rows, table, on_full)
+        except _StubMerge:
+            # merge is a stub (probed on the partition's first record, before any partial
+            # result was handed on): nothing combines here, every record crosses as it came
+            table.clear()
+            flushed.clear()
+            switch.passing = True
+            yield from pass_batch(batch)
+            continue
         was_full = bool(flushed)
         while flushed:
             yield from flushed.pop(0)
@@ -355,12 +383,29 @@ def _dumper(operation: str) -> Callable[[Any, Any], bytes]:
     return dump
 
 
+def merge_fails(agg: Any, dump: Callable[[Any, Any], bytes], key: Any, acc: Any) -> Optional[str]:
+    """Why ``agg.merge`` cannot combine partial results (None when it can): it is called on two
+    copies of ``acc``, a real accumulator of the partition (one record added), made through the
+    pickle that carries partial results across the exchange, so a merge that changes its
+    arguments changes nothing the aggregate uses. A merge that raises (any exception:
+    ``NotImplementedError``, an ``UnsupportedOperationException``-like one) or returns None (a
+    ``pass`` stub) is a stub."""
+    blob = dump(key, acc)
+    try:
+        merged = agg.merge(pickle.loads(blob), pickle.loads(blob))
+    except Exception as err:  # noqa: BLE001 - any failure of a stub
+        return f"raised {type(err).__name__}" + (f": {err}" if str(err) else "")
+    if merged is None:
+        return "returned None"
+    return None
+
+
 def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, depth: int,
                       bound: Bound):
     """The map side of a keyed aggregate with ``merge``: ``add`` folds each key's records of the
     partition into one accumulator; the partial results are the key and the pickled
     accumulator, in the columns of :func:`partial_schema`."""
-    from fullwindow._worker import RowDecoder
+    from fullwindow._worker import RowDecoder, partition_id
 
     operation = encoder.operation
     max_keys = bound.max_keys
@@ -372,9 +417,28 @@ def combine_aggregate(agg, in_schema: StructType, key_idx: list[int], encoder, d
     def run(batches):
         firsts: dict = {}  # key -> its first record (the key's values as the user sees them)
         add, create = agg.add, agg.create_accumulator
+        probed = False
 
         def fold(rows, table, on_full):
+            nonlocal probed
             get = table.get
+            if not probed and rows:
+                # the partition's first record: probe merge on it before anything folds further
+                probed = True
+                row = rows[0]
+                acc = add(row, create())
+                reason = merge_fails(agg, dump, key_of(row), acc)
+                if reason is not None:
+                    _LOG.warning(
+                        "%s: partition %s: %s.merge %s; aggregating without combining (every "
+                        "record crosses the exchange, merge is never called on a partial "
+                        "result): Flink's full-window aggregate never calls merge either, and "
+                        "code ported from Flink often has a stub there", operation,
+                        partition_id(), type(agg).__name__, reason)
+                    raise _StubMerge(reason)
+                firsts[key_of(row)] = row
+                table[key_of(row)] = acc
+                rows = rows[1:]
             for row in rows:
                 k = key_of(row)
                 acc = get(k, _MISSING)
@@ -468,7 +532,17 @@ def merge_aggregate(agg, in_schema: StructType, key_idx: list[int], result_schem
             for blob, row in items:
                 if blob is not None:
                     part = load(key, blob)
-                    acc = part if acc is _MISSING else merge(acc, part)
+                    if acc is _MISSING:
+                        acc = part
+                    else:
+                        acc = merge(acc, part)
+                        if acc is None:
+                            raise FullWindowValueError(
+                                f"{operation}: partition {partition_id()}: merge returned None "
+                                f"for key {key!r}, after it returned an accumulator for the "
+                                "same function on the map side; merge must return the merged "
+                                "accumulator (or be a stub on every input), or set "
+                                f"{ENABLED}=false")
                 else:
                     acc = add(row, create() if acc is _MISSING else acc)
             yield _key_tuple(key, single) + tuple(
@@ -481,4 +555,4 @@ def merge_aggregate(agg, in_schema: StructType, key_idx: list[int], result_schem
 
 
 __all__ = ["Bound", "bound_of", "combine_aggregate", "combine_reduce", "group_key", "has_merge",
-           "merge_aggregate", "partial_schema"]
+           "merge_aggregate", "merge_fails", "partial_schema"]
