@@ -14,10 +14,55 @@ from fullwindow.errors import FullWindowSetupError
 
 
 def _append_csv(existing: str | None, item: str) -> str:
-    parts = [p.strip() for p in (existing or "").split(",") if p.strip()]
-    if item not in parts:
-        parts.append(item)
-    return ",".join(parts)
+    return _merge_csv(existing, item)
+
+
+#: settings holding comma-separated lists that fullwindow also sets: what a user gives for them
+#: (a builder's setting, ``conf``, spark-submit's ``--conf``) is merged with fullwindow's, never
+#: replaced by it nor replacing it
+LIST_KEYS = ("spark.sql.extensions", "spark.jars", "spark.jars.packages", PLUGIN_CONF)
+
+
+def _merge_csv(*values: object) -> str:
+    """The items of each comma-separated ``values`` in turn (None and empty ones skipped), each
+    once, in the order first given."""
+    out: list[str] = []
+    for value in values:
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TypeError(f"a list setting must be a comma-separated string, got {value!r}")
+        for item in value.split(","):
+            item = item.strip()
+            if item and item not in out:
+                out.append(item)
+    return ",".join(out)
+
+
+def _apply_conf(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
+                given: Mapping[str, str | None], ours: Mapping[str, str]) -> None:
+    """Applies ``conf`` to ``builder`` (last, so its settings win), except that each list
+    setting (``LIST_KEYS``) is the merge of what was ``given`` before (the builder's, or
+    spark-submit's), ``conf``'s, and what fullwindow adds (``ours``), in that order."""
+    conf = dict(conf or {})
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key.strip():
+            raise TypeError(f"conf: keys must be setting names (non-empty strings), got {key!r}")
+        if key not in LIST_KEYS:
+            builder.config(key, _conf_value(value))
+    for key in LIST_KEYS:
+        mine = conf.get(key)
+        if mine is not None and not isinstance(mine, str):
+            if isinstance(mine, (list, tuple)) and all(isinstance(v, str) for v in mine):
+                mine = ",".join(mine)
+            else:
+                raise TypeError(f"conf: {key} must be a comma-separated string (or a list of "
+                                f"strings), got {mine!r}")
+        if mine is None and key not in ours:
+            continue
+        merged = _merge_csv(given.get(key), mine, ours.get(key))
+        if merged or key in conf:
+            builder.config(key, merged)
 
 
 def configure(builder: SparkSession.Builder,
@@ -54,10 +99,13 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
     through ``read_submitted``: ``session()``, which has read them already, hands them over."""
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
+    if conf is not None and not isinstance(conf, Mapping):
+        raise TypeError(f"configure: conf must be a mapping of setting names to values, got "
+                        f"{conf!r}")
     remote = getattr(builder, "_options", {}).get("spark.remote")
     if remote is not None and not str(remote).startswith("local"):
-        for key, value in (conf or {}).items():
-            builder.config(key, _conf_value(value))
+        options = getattr(builder, "_options", {})
+        _apply_conf(builder, conf, {k: options.get(k) for k in LIST_KEYS}, {})
         return builder
     if client_only():
         raise _thin_client_error(remote)
@@ -73,21 +121,24 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
     if remote is not None:
         _require_connect_plugin(jar)  # before the builder is touched
     options = getattr(builder, "_options", {})
-    builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar))
-    builder.config("spark.sql.extensions",
-                   _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
+    given = {k: options.get(k) for k in LIST_KEYS}  # the builder's own, before ours
+    ours: dict[str, str] = {"spark.jars": jar, "spark.sql.extensions": EXTENSION_CLASS}
     if remote is not None:
-        builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
-        # Spark 3.5: the server itself is a Maven artifact, unless the builder brings one
-        given = f"{options.get('spark.jars', '')},{options.get('spark.jars.packages', '')}"
-        if "spark-connect_" not in given:
+        ours[PLUGIN_CONF] = PLUGIN_CLASS
+        # Spark 3.5: the server itself is a Maven artifact, unless the builder or conf brings one
+        brought = ",".join(str(v) for v in (
+            given["spark.jars"], given["spark.jars.packages"], (conf or {}).get("spark.jars"),
+            (conf or {}).get("spark.jars.packages")) if v)
+        if "spark-connect_" not in brought:
             for key, value in connect_server_conf(jar).items():
-                builder.config(key, _append_csv(options.get(key), value))
+                ours[key] = _merge_csv(ours.get(key), value) if key in LIST_KEYS else value
+    for key, value in ours.items():
+        if key not in LIST_KEYS:
+            builder.config(key, value)
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
             builder.config(key, sys.executable)
-    for key, value in (conf or {}).items():
-        builder.config(key, _conf_value(value))
+    _apply_conf(builder, conf, given, {k: v for k, v in ours.items() if k in LIST_KEYS})
     _check_recovery(builder, {})
     return builder
 
@@ -152,13 +203,35 @@ def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, objec
             "a running JVM cannot be given it: pass it with --jars "
             f"{jar_path()} (the path fullwindow.jar_path() gives)") from None
     options = getattr(builder, "_options", {})
-    builder.config("spark.sql.extensions", _append_csv(
-        options.get("spark.sql.extensions", submitted.get("spark.sql.extensions")),
-        EXTENSION_CLASS))
-    for key, value in (conf or {}).items():
-        builder.config(key, _conf_value(value))
+    # spark-submit's lists (--conf, --jars, --packages), or the builder's, merged with conf's
+    _apply_conf(builder, conf, {k: options.get(k, submitted.get(k)) for k in LIST_KEYS},
+                {"spark.sql.extensions": EXTENSION_CLASS})
     _check_recovery(builder, submitted)
     return builder
+
+
+def _setup_error(spark: SparkSession, running: bool,
+                 err: FullWindowSetupError) -> FullWindowSetupError:
+    """What to tell a user whose new session cannot run fullwindow: its real cause, from the
+    session's own settings. A session that was running before (``running``) kept its settings;
+    a new one whose ``spark.sql.extensions`` lacks fullwindow's had it replaced after fullwindow
+    set it; a session that has it, but no jar, says so (``err``)."""
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
+    listed = [e.strip() for e in extensions.split(",") if e.strip()]
+    if running and EXTENSION_CLASS not in listed:
+        return FullWindowSetupError(
+            "a SparkSession was already running without fullwindow (its spark.sql.extensions "
+            f"is {extensions!r}), and its JVM cannot load extensions any more; call "
+            f"spark.stop() first. ({err})")
+    if EXTENSION_CLASS not in listed:
+        return FullWindowSetupError(
+            f"this session's spark.sql.extensions is {extensions!r}, which does not include "
+            f"fullwindow's ({EXTENSION_CLASS}): a setting applied after fullwindow's replaced "
+            "it (fullwindow merges the extensions of session(conf=...), configure(builder, "
+            "conf), the builder's and spark-submit's; not one set on the builder after "
+            "configure, nor a SparkConf given to the session). List both, comma-separated: "
+            f"{_merge_csv(extensions, EXTENSION_CLASS)!r}. ({err})")
+    return err
 
 
 def _thin_client_error(remote: object) -> FullWindowSetupError:
@@ -265,13 +338,14 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             builder = builder.master(master)
         if app_name is not None:
             builder = builder.appName(app_name)
+    from pyspark import SparkContext
+
+    running = SparkContext._active_spark_context is not None
     spark = _configure(builder, conf, lambda: submitted).getOrCreate()
     try:
         facade(spark)
     except FullWindowSetupError as err:
-        raise FullWindowSetupError(
-            "a SparkSession was already running without fullwindow, and its JVM cannot load "
-            f"extensions any more; call spark.stop() first. ({err})") from None
+        raise _setup_error(spark, running, err) from None
     # with recovery on, open the job now, so that SQL-hint operations run before any DataFrame
     # operation are committed too (a builder of one's own calls fullwindow.recovery.start)
     from fullwindow.recovery import start

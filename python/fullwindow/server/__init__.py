@@ -188,7 +188,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     plugins = [c for c in conf.get(PLUGIN_CONF, "").split(",") if c.strip()]
     conf[PLUGIN_CONF] = ",".join(plugins + ([] if PLUGIN_CLASS in plugins else [PLUGIN_CLASS]))
-    conf = {**connect_server_conf(fullwindow.jar_path()), **conf}
+    from fullwindow._session import LIST_KEYS, _merge_csv
+
+    for key, value in connect_server_conf(fullwindow.jar_path()).items():
+        conf[key] = _merge_csv(conf.get(key), value) if key in LIST_KEYS else conf.get(key, value)
     # the workers' interpreter: Spark Connect's planner takes it from PYSPARK_PYTHON in the
     # server's environment, not from spark.pyspark.python, and without it they run whatever
     # `python3` is first on PATH (which need not have pyspark, pyarrow or fullwindow)
