@@ -23,8 +23,13 @@ def _parse_schema(operation: str, schema: Any) -> "StructType":
     if isinstance(schema, str):
         from fullwindow._ddl import parse_simple_schema
 
+        if not schema.strip():
+            raise FullWindowValueError(
+                f"{operation}: schema is empty; give the columns the function returns as a "
+                "StructType or a DDL string like 'k long, total double'")
+
         simple = parse_simple_schema(schema)  # the common forms without a trip to the JVM
-        if simple is not None:
+        if simple is not None and simple.fields:
             return simple
         try:
             parsed = _parse_datatype_string(schema)
@@ -33,6 +38,10 @@ def _parse_schema(operation: str, schema: Any) -> "StructType":
                 f"{operation}: schema {schema!r} is not a valid DDL schema "
                 f"(e.g. 'k long, total double'): {err}") from None
         if isinstance(parsed, StructType):
+            if not parsed.fields:  # such as a control character alone, which Spark's parser skips
+                raise FullWindowValueError(
+                    f"{operation}: schema {schema!r} names no columns; give the columns the "
+                    "function returns, e.g. 'k long, total double'")
             return parsed
         raise FullWindowValueError(f"{operation}: schema must describe a struct, got {schema!r}")
     raise FullWindowTypeError(

@@ -300,6 +300,10 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     """
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"session: conf must be a mapping of config keys to values, got {conf!r}")
+    for name, value in (("master", master), ("app_name", app_name)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise TypeError(f"session: {name} must be a non-empty string (or None), got "
+                            f"{value!r}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if remote is not None:
         if master is not None:
