@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from fullwindow.functions import TimePolicy
 
 
+def _parser_message(err: BaseException) -> str:
+    """Spark's parser error without the JVM stack trace a Spark Connect client appends to it."""
+    text = str(err).split("JVM stacktrace:", 1)[0]
+    lines = [line for line in text.splitlines()
+             if not line.lstrip().startswith(("at org.", "at java.", "at scala."))
+             and not line.startswith("\tat ")]
+    return "\n".join(lines).strip()
+
+
 def _parse_schema(operation: str, schema: Any) -> "StructType":
     from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -36,7 +45,7 @@ def _parse_schema(operation: str, schema: Any) -> "StructType":
         except Exception as err:  # noqa: BLE001 - re-raised with the argument named
             raise FullWindowValueError(
                 f"{operation}: schema {schema!r} is not a valid DDL schema "
-                f"(e.g. 'k long, total double'): {err}") from None
+                f"(e.g. 'k long, total double'): {_parser_message(err)}") from None
         if isinstance(parsed, StructType):
             if not parsed.fields:  # such as a control character alone, which Spark's parser skips
                 raise FullWindowValueError(

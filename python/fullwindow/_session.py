@@ -72,7 +72,12 @@ def configure(builder: SparkSession.Builder,
     Puts the package's jar on the driver and executor class paths (``spark.jars``), registers
     ``spark.sql.extensions=fullwindow.sql.FullWindowExtensions`` (keeping extensions already
     set), and makes Python workers run the driver's interpreter. ``conf`` entries are applied
-    last, so they win.
+    last, so they win, except the list settings fullwindow also sets (``spark.sql.extensions``,
+    ``spark.jars``, ``spark.jars.packages``, ``spark.connect.extensions.relation.classes``):
+    those are merged, the builder's items first, then ``conf``'s (a comma-separated string or a
+    list of strings), then fullwindow's, each once. The Delta Lake idiom
+    ``conf={"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}`` adds Delta's
+    extension to fullwindow's.
 
     On a Spark Connect builder (``SparkSession.builder.remote(...)``): for ``local[...]``, which
     starts a Connect server in this process, the same settings plus fullwindow's relation
@@ -281,8 +286,9 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     ``FullWindowSetupError``.
 
     Puts the jar on the driver and executor class paths, registers the extension, makes Python
-    workers run this interpreter, and applies ``conf``. An already running session without the
-    extension cannot be given it: stop it first.
+    workers run this interpreter, and applies ``conf`` (list settings such as
+    ``spark.sql.extensions`` and ``spark.jars`` merged with fullwindow's, as ``configure``
+    does). An already running session without the extension cannot be given it: stop it first.
 
     In a script run by ``spark-submit``, whose JVM is already running, the session keeps what
     spark-submit set (``--master``, ``--name``, ``--conf``, the Python settings) unless
