@@ -131,3 +131,24 @@ def test_a_running_session_is_named_with_its_extensions():
     assert "CAUGHT" in r.stdout, r.stderr[-3000:]
     assert "already running without fullwindow (its spark.sql.extensions is " \
            "'example.Other')" in r.stdout and "spark.stop()" in r.stdout, r.stdout
+
+
+def test_spark_defaults_conf_lists_are_merged(tmp_path):
+    """A plain ``python`` process: the list settings of spark-defaults.conf (which a builder
+    setting replaces) are kept, before fullwindow's."""
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# the user's defaults\n"
+        "spark.sql.extensions   example.FromDefaults\n"
+        f"spark.jars={TAGS}\n")
+    r = run_python("""
+        import fullwindow
+        spark = fullwindow.session(master="local[1]", conf={"spark.ui.enabled": "false"})
+        conf = spark.sparkContext.getConf()
+        print("EXT", conf.get("spark.sql.extensions"))
+        print("JARS", conf.get("spark.jars"))
+        print("N", spark.range(4).fullWindowPartition().sortPartition("id").count())
+    """, env={"SPARK_CONF_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert f"EXT example.FromDefaults,{EXT}\n" in r.stdout, r.stdout
+    assert f"JARS {TAGS},{fullwindow.jar_path()}\n" in r.stdout, r.stdout
+    assert "N 4" in r.stdout

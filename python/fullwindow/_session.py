@@ -39,6 +39,38 @@ def _merge_csv(*values: object) -> str:
     return ",".join(out)
 
 
+def _defaults_file_lists() -> dict[str, str]:
+    """The list settings (``LIST_KEYS``) of the ``spark-defaults.conf`` that the JVM pyspark is
+    about to start will read (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``): a builder setting
+    replaces a default, so fullwindow's own would drop the user's unless merged with them."""
+    import re
+
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        home = os.environ.get("SPARK_HOME") or _find_spark_home()
+    except Exception:  # noqa: BLE001 - no Spark home found: no defaults either
+        home = os.environ.get("SPARK_HOME")
+    folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    path = os.path.join(folder, "spark-defaults.conf") if folder else None
+    if not path or not os.path.isfile(path):
+        return {}
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:  # java.util.Properties' format, as Spark reads it
+                line = line.strip()
+                if not line or line[0] in "#!":
+                    continue
+                key, _, value = (p.strip() for p in re.split(r"(\s*[=:]\s*|\s+)", line, maxsplit=1)
+                                 ) if re.search(r"[=:\s]", line) else (line, "", "")
+                if key in LIST_KEYS:
+                    out[key] = value
+    except OSError:
+        return {}
+    return out
+
+
 def _apply_conf(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
                 given: Mapping[str, str | None], ours: Mapping[str, str]) -> None:
     """Applies ``conf`` to ``builder`` (last, so its settings win), except that each list
@@ -126,7 +158,9 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
     if remote is not None:
         _require_connect_plugin(jar)  # before the builder is touched
     options = getattr(builder, "_options", {})
-    given = {k: options.get(k) for k in LIST_KEYS}  # the builder's own, before ours
+    # the builder's own, before ours; else spark-defaults.conf's, which a setting would replace
+    defaults = _defaults_file_lists() if remote is None else {}
+    given = {k: options.get(k, defaults.get(k)) for k in LIST_KEYS}
     ours: dict[str, str] = {"spark.jars": jar, "spark.sql.extensions": EXTENSION_CLASS}
     if remote is not None:
         ours[PLUGIN_CONF] = PLUGIN_CLASS
