@@ -45,12 +45,14 @@ def _defaults_file_lists() -> dict[str, str]:
     replaces a default, so fullwindow's own would drop the user's unless merged with them."""
     import re
 
-    try:
-        from pyspark.find_spark_home import _find_spark_home
+    home: str | None = os.environ.get("SPARK_HOME")
+    if not home:
+        try:
+            from pyspark.find_spark_home import _find_spark_home
 
-        home = os.environ.get("SPARK_HOME") or _find_spark_home()
-    except Exception:  # noqa: BLE001 - no Spark home found: no defaults either
-        home = os.environ.get("SPARK_HOME")
+            home = _find_spark_home()
+        except Exception:  # noqa: BLE001 - no Spark home found: no defaults either
+            home = None
     folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
     path = os.path.join(folder, "spark-defaults.conf") if folder else None
     if not path or not os.path.isfile(path):
@@ -62,8 +64,8 @@ def _defaults_file_lists() -> dict[str, str]:
                 line = line.strip()
                 if not line or line[0] in "#!":
                     continue
-                key, _, value = (p.strip() for p in re.split(r"(\s*[=:]\s*|\s+)", line, maxsplit=1)
-                                 ) if re.search(r"[=:\s]", line) else (line, "", "")
+                parts = re.split(r"\s*[=:]\s*|\s+", line, maxsplit=1)
+                key, value = parts[0].strip(), (parts[1].strip() if len(parts) > 1 else "")
                 if key in LIST_KEYS:
                     out[key] = value
     except OSError:

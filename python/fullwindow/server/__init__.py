@@ -127,7 +127,7 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         pass
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(name, None)}
+        found = {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
     except OSError:
         return False
     try:
