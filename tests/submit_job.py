@@ -1,6 +1,7 @@
 """A job run by tests/test_submit.py with spark-submit (and, for the default master, as a plain
 ``python`` script). Argument: how it builds its session, ``session`` (``fullwindow.session()``)
-or ``configure`` (``fullwindow.configure(SparkSession.builder).getOrCreate()``). It prints its
+or ``configure`` (``fullwindow.configure(SparkSession.builder).getOrCreate()``), or
+``session-delta`` (``fullwindow.session(conf={"spark.sql.extensions": <Delta's>})``). It prints its
 session's settings (``SETTING key=value``, ``<unset>`` when absent) and the result of a keyed
 ``mapPartition`` (``RESULT``, sorted rows)."""
 import sys
@@ -22,6 +23,9 @@ def main():
     how = sys.argv[1]
     if how == "session":
         spark = fullwindow.session()
+    elif how == "session-delta":  # the Delta Lake docs' idiom: merged with spark-submit's too
+        spark = fullwindow.session(conf={
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"})
     else:
         spark = fullwindow.configure(SparkSession.builder).getOrCreate()
     conf = spark.sparkContext.getConf()

@@ -72,7 +72,7 @@ def test_operation_definition_rejects_recovery_without_job_id(spark, conf, tmp_p
     ("spark.fullwindow.recovery.enabled", "maybe", "expected true or false"),
     ("spark.fullwindow.eventStore.writeBufferSize", "lots", "expected a size"),
     ("spark.fullwindow.eventStore.flushInterval", "soon", "expected a duration"),
-    ("spark.fullwindow.recovery.jobId", "a/b", "cannot contain '/'"),
+    ("spark.fullwindow.recovery.jobId", "a/b", "jobId is 'a/b', which holds '/'"),
     ("spark.fullwindow.recovery.leaseTimeout", "soon", "expected a duration"),
     ("spark.fullwindow.recovery.leaseTimeout", "0s", "expected a positive duration"),
     ("spark.fullwindow.recovery.onInputChange", "ignore",

@@ -359,3 +359,15 @@ def test_exactly_once_appends_on_hdfs(tmp_path, hdfs, spark):
     job.records = lambda: []  # on HDFS: not listed from here
     w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))
     w.each_target_has_its_markers(job, lambda i: w.store_markers(spark, job.target(i, "append")))
+
+
+def test_cleanup_deletes_only_a_job_on_hdfs(hdfs, files, spark):
+    """Issue 51 on HDFS: bad job ids and directories that hold no job are refused with nothing
+    deleted; the command line refuses a directory that is no job too (its own session)."""
+    from test_recovery_safe import _cli, cleanup_cases_on, intact, job_tree
+
+    cleanup_cases_on(files, spark, f"{hdfs.uri}/safe-{uuid.uuid4().hex[:6]}")
+    p = job_tree(files, f"{hdfs.uri}/safe-cli-{uuid.uuid4().hex[:6]}")
+    r = _cli("cleanup", "--dir", p["rec"], "--job-id", "photos", timeout=300)
+    assert r.returncode == 2 and "is not a recovery job's directory" in r.stderr, r.stderr[-3000:]
+    intact(files, p)

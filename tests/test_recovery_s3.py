@@ -340,3 +340,11 @@ def test_exactly_once_appends_on_s3(tmp_path, s3, spark):
         "WRITES": writes, "FW_EXTRA_CONF": conf, "TARGETS": job.targets}
     w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))
     w.each_target_has_its_markers(job, lambda i: w.store_markers(spark, job.target(i, "append")))
+
+
+def test_cleanup_deletes_only_a_job_on_s3(s3, files, spark):
+    """Issue 51 on S3: bad job ids and directories that hold no job are refused with nothing
+    deleted; the job alone is deleted."""
+    from test_recovery_safe import cleanup_cases_on
+
+    cleanup_cases_on(files, spark, f"{s3.bucket}/safe-{uuid.uuid4().hex[:6]}")

@@ -69,6 +69,21 @@ def test_the_session_keeps_spark_submits_master_and_settings(how):
     assert result(r.stdout) == EXPECTED
 
 
+def test_extensions_of_spark_submit_and_of_conf_are_merged_with_fullwindows():
+    """Issue 51: spark-submit's --conf spark.sql.extensions, the script's session(conf=...)
+    extensions (the Delta Lake idiom; its class is not on this class path: Spark warns and goes
+    on) and fullwindow's, in that order, each once."""
+    r = spark_submit("--master", "local[1]", "--jars", fullwindow.jar_path(),
+                     "--conf", "spark.sql.extensions=example.OtherExtensions,"
+                     "fullwindow.sql.FullWindowExtensions", SCRIPT, "session-delta")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    got = settings(r.stdout)
+    assert got["spark.sql.extensions"] == ("example.OtherExtensions,"
+                                           "fullwindow.sql.FullWindowExtensions,"
+                                           "io.delta.sql.DeltaSparkSessionExtension"), got
+    assert result(r.stdout) == EXPECTED
+
+
 def test_without_the_jar_spark_submit_is_told_to_pass_it():
     r = spark_submit("--master", "local[1]", SCRIPT, "session")
     assert r.returncode != 0

@@ -106,7 +106,9 @@ def facade(source: DataFrame | SparkSession | None = None) -> Any:
         raise FullWindowSetupError("the SparkSession has no JVM (Spark Connect?). " + _how_to_fix())
     obj = _facade_class(spark.sparkContext._gateway, jvm)
     if not obj.extensionEnabled(spark._jsparkSession):
+        extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
         raise FullWindowSetupError(
             f"the fullwindow extension is not registered with this session "
-            f"(spark.sql.extensions does not include {EXTENSION_CLASS}). " + _how_to_fix())
+            f"(spark.sql.extensions is {extensions!r}, which does not include {EXTENSION_CLASS}"
+            "; a setting applied after fullwindow's may have replaced it). " + _how_to_fix())
     return obj

@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from fullwindow.functions import TimePolicy
 
 
+def _parser_message(err: BaseException) -> str:
+    """Spark's parser error without the JVM stack trace a Spark Connect client appends to it."""
+    text = str(err).split("JVM stacktrace:", 1)[0]
+    lines = [line for line in text.splitlines()
+             if not line.lstrip().startswith(("at org.", "at java.", "at scala."))
+             and not line.startswith("\tat ")]
+    return "\n".join(lines).strip()
+
+
 def _parse_schema(operation: str, schema: Any) -> "StructType":
     from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -23,16 +32,25 @@ def _parse_schema(operation: str, schema: Any) -> "StructType":
     if isinstance(schema, str):
         from fullwindow._ddl import parse_simple_schema
 
+        if not schema.strip():
+            raise FullWindowValueError(
+                f"{operation}: schema is empty; give the columns the function returns as a "
+                "StructType or a DDL string like 'k long, total double'")
+
         simple = parse_simple_schema(schema)  # the common forms without a trip to the JVM
-        if simple is not None:
+        if simple is not None and simple.fields:
             return simple
         try:
             parsed = _parse_datatype_string(schema)
         except Exception as err:  # noqa: BLE001 - re-raised with the argument named
             raise FullWindowValueError(
                 f"{operation}: schema {schema!r} is not a valid DDL schema "
-                f"(e.g. 'k long, total double'): {err}") from None
+                f"(e.g. 'k long, total double'): {_parser_message(err)}") from None
         if isinstance(parsed, StructType):
+            if not parsed.fields:  # such as a control character alone, which Spark's parser skips
+                raise FullWindowValueError(
+                    f"{operation}: schema {schema!r} names no columns; give the columns the "
+                    "function returns, e.g. 'k long, total double'")
             return parsed
         raise FullWindowValueError(f"{operation}: schema must describe a struct, got {schema!r}")
     raise FullWindowTypeError(

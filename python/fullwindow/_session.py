@@ -14,10 +14,89 @@ from fullwindow.errors import FullWindowSetupError
 
 
 def _append_csv(existing: str | None, item: str) -> str:
-    parts = [p.strip() for p in (existing or "").split(",") if p.strip()]
-    if item not in parts:
-        parts.append(item)
-    return ",".join(parts)
+    return _merge_csv(existing, item)
+
+
+#: settings holding comma-separated lists that fullwindow also sets: what a user gives for them
+#: (a builder's setting, ``conf``, spark-submit's ``--conf``) is merged with fullwindow's, never
+#: replaced by it nor replacing it
+LIST_KEYS = ("spark.sql.extensions", "spark.jars", "spark.jars.packages", PLUGIN_CONF)
+
+
+def _merge_csv(*values: object) -> str:
+    """The items of each comma-separated ``values`` in turn (None and empty ones skipped), each
+    once, in the order first given."""
+    out: list[str] = []
+    for value in values:
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TypeError(f"a list setting must be a comma-separated string, got {value!r}")
+        for item in value.split(","):
+            item = item.strip()
+            if item and item not in out:
+                out.append(item)
+    return ",".join(out)
+
+
+def _defaults_file_lists() -> dict[str, str]:
+    """The list settings (``LIST_KEYS``) of the ``spark-defaults.conf`` that the JVM pyspark is
+    about to start will read (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``): a builder setting
+    replaces a default, so fullwindow's own would drop the user's unless merged with them."""
+    import re
+
+    home: str | None = os.environ.get("SPARK_HOME")
+    if not home:
+        try:
+            from pyspark.find_spark_home import _find_spark_home
+
+            home = _find_spark_home()
+        except Exception:  # noqa: BLE001 - no Spark home found: no defaults either
+            home = None
+    folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    path = os.path.join(folder, "spark-defaults.conf") if folder else None
+    if not path or not os.path.isfile(path):
+        return {}
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:  # java.util.Properties' format, as Spark reads it
+                line = line.strip()
+                if not line or line[0] in "#!":
+                    continue
+                parts = re.split(r"\s*[=:]\s*|\s+", line, maxsplit=1)
+                key, value = parts[0].strip(), (parts[1].strip() if len(parts) > 1 else "")
+                if key in LIST_KEYS:
+                    out[key] = value
+    except OSError:
+        return {}
+    return out
+
+
+def _apply_conf(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
+                given: Mapping[str, str | None], ours: Mapping[str, str]) -> None:
+    """Applies ``conf`` to ``builder`` (last, so its settings win), except that each list
+    setting (``LIST_KEYS``) is the merge of what was ``given`` before (the builder's, or
+    spark-submit's), ``conf``'s, and what fullwindow adds (``ours``), in that order."""
+    conf = dict(conf or {})
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key.strip():
+            raise TypeError(f"conf: keys must be setting names (non-empty strings), got {key!r}")
+        if key not in LIST_KEYS:
+            builder.config(key, _conf_value(value))
+    for key in LIST_KEYS:
+        mine = conf.get(key)
+        if mine is not None and not isinstance(mine, str):
+            if isinstance(mine, (list, tuple)) and all(isinstance(v, str) for v in mine):
+                mine = ",".join(mine)
+            else:
+                raise TypeError(f"conf: {key} must be a comma-separated string (or a list of "
+                                f"strings), got {mine!r}")
+        if mine is None and key not in ours:
+            continue
+        merged = _merge_csv(given.get(key), mine, ours.get(key))
+        if merged or key in conf:
+            builder.config(key, merged)
 
 
 def configure(builder: SparkSession.Builder,
@@ -27,7 +106,12 @@ def configure(builder: SparkSession.Builder,
     Puts the package's jar on the driver and executor class paths (``spark.jars``), registers
     ``spark.sql.extensions=fullwindow.sql.FullWindowExtensions`` (keeping extensions already
     set), and makes Python workers run the driver's interpreter. ``conf`` entries are applied
-    last, so they win.
+    last, so they win, except the list settings fullwindow also sets (``spark.sql.extensions``,
+    ``spark.jars``, ``spark.jars.packages``, ``spark.connect.extensions.relation.classes``):
+    those are merged, the builder's items first, then ``conf``'s (a comma-separated string or a
+    list of strings), then fullwindow's, each once. The Delta Lake idiom
+    ``conf={"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}`` adds Delta's
+    extension to fullwindow's.
 
     On a Spark Connect builder (``SparkSession.builder.remote(...)``): for ``local[...]``, which
     starts a Connect server in this process, the same settings plus fullwindow's relation
@@ -54,10 +138,13 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
     through ``read_submitted``: ``session()``, which has read them already, hands them over."""
     if builder is None or not hasattr(builder, "config"):
         raise TypeError(f"configure: builder must be a SparkSession.Builder, got {builder!r}")
+    if conf is not None and not isinstance(conf, Mapping):
+        raise TypeError(f"configure: conf must be a mapping of setting names to values, got "
+                        f"{conf!r}")
     remote = getattr(builder, "_options", {}).get("spark.remote")
     if remote is not None and not str(remote).startswith("local"):
-        for key, value in (conf or {}).items():
-            builder.config(key, _conf_value(value))
+        options = getattr(builder, "_options", {})
+        _apply_conf(builder, conf, {k: options.get(k) for k in LIST_KEYS}, {})
         return builder
     if client_only():
         raise _thin_client_error(remote)
@@ -73,21 +160,26 @@ def _configure(builder: SparkSession.Builder, conf: Mapping[str, object] | None,
     if remote is not None:
         _require_connect_plugin(jar)  # before the builder is touched
     options = getattr(builder, "_options", {})
-    builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar))
-    builder.config("spark.sql.extensions",
-                   _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS))
+    # the builder's own, before ours; else spark-defaults.conf's, which a setting would replace
+    defaults = _defaults_file_lists() if remote is None else {}
+    given = {k: options.get(k, defaults.get(k)) for k in LIST_KEYS}
+    ours: dict[str, str] = {"spark.jars": jar, "spark.sql.extensions": EXTENSION_CLASS}
     if remote is not None:
-        builder.config(PLUGIN_CONF, _append_csv(options.get(PLUGIN_CONF), PLUGIN_CLASS))
-        # Spark 3.5: the server itself is a Maven artifact, unless the builder brings one
-        given = f"{options.get('spark.jars', '')},{options.get('spark.jars.packages', '')}"
-        if "spark-connect_" not in given:
+        ours[PLUGIN_CONF] = PLUGIN_CLASS
+        # Spark 3.5: the server itself is a Maven artifact, unless the builder or conf brings one
+        brought = ",".join(str(v) for v in (
+            given["spark.jars"], given["spark.jars.packages"], (conf or {}).get("spark.jars"),
+            (conf or {}).get("spark.jars.packages")) if v)
+        if "spark-connect_" not in brought:
             for key, value in connect_server_conf(jar).items():
-                builder.config(key, _append_csv(options.get(key), value))
+                ours[key] = _merge_csv(ours.get(key), value) if key in LIST_KEYS else value
+    for key, value in ours.items():
+        if key not in LIST_KEYS:
+            builder.config(key, value)
     for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
         if key not in options:
             builder.config(key, sys.executable)
-    for key, value in (conf or {}).items():
-        builder.config(key, _conf_value(value))
+    _apply_conf(builder, conf, given, {k: v for k, v in ours.items() if k in LIST_KEYS})
     _check_recovery(builder, {})
     return builder
 
@@ -152,13 +244,35 @@ def _configure_submitted(builder: SparkSession.Builder, conf: Mapping[str, objec
             "a running JVM cannot be given it: pass it with --jars "
             f"{jar_path()} (the path fullwindow.jar_path() gives)") from None
     options = getattr(builder, "_options", {})
-    builder.config("spark.sql.extensions", _append_csv(
-        options.get("spark.sql.extensions", submitted.get("spark.sql.extensions")),
-        EXTENSION_CLASS))
-    for key, value in (conf or {}).items():
-        builder.config(key, _conf_value(value))
+    # spark-submit's lists (--conf, --jars, --packages), or the builder's, merged with conf's
+    _apply_conf(builder, conf, {k: options.get(k, submitted.get(k)) for k in LIST_KEYS},
+                {"spark.sql.extensions": EXTENSION_CLASS})
     _check_recovery(builder, submitted)
     return builder
+
+
+def _setup_error(spark: SparkSession, running: bool,
+                 err: FullWindowSetupError) -> FullWindowSetupError:
+    """What to tell a user whose new session cannot run fullwindow: its real cause, from the
+    session's own settings. A session that was running before (``running``) kept its settings;
+    a new one whose ``spark.sql.extensions`` lacks fullwindow's had it replaced after fullwindow
+    set it; a session that has it, but no jar, says so (``err``)."""
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
+    listed = [e.strip() for e in extensions.split(",") if e.strip()]
+    if running and EXTENSION_CLASS not in listed:
+        return FullWindowSetupError(
+            "a SparkSession was already running without fullwindow (its spark.sql.extensions "
+            f"is {extensions!r}), and its JVM cannot load extensions any more; call "
+            f"spark.stop() first. ({err})")
+    if EXTENSION_CLASS not in listed:
+        return FullWindowSetupError(
+            f"this session's spark.sql.extensions is {extensions!r}, which does not include "
+            f"fullwindow's ({EXTENSION_CLASS}): a setting applied after fullwindow's replaced "
+            "it (fullwindow merges the extensions of session(conf=...), configure(builder, "
+            "conf), the builder's and spark-submit's; not one set on the builder after "
+            "configure, nor a SparkConf given to the session). List both, comma-separated: "
+            f"{_merge_csv(extensions, EXTENSION_CLASS)!r}. ({err})")
+    return err
 
 
 def _thin_client_error(remote: object) -> FullWindowSetupError:
@@ -208,8 +322,9 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     ``FullWindowSetupError``.
 
     Puts the jar on the driver and executor class paths, registers the extension, makes Python
-    workers run this interpreter, and applies ``conf``. An already running session without the
-    extension cannot be given it: stop it first.
+    workers run this interpreter, and applies ``conf`` (list settings such as
+    ``spark.sql.extensions`` and ``spark.jars`` merged with fullwindow's, as ``configure``
+    does). An already running session without the extension cannot be given it: stop it first.
 
     In a script run by ``spark-submit``, whose JVM is already running, the session keeps what
     spark-submit set (``--master``, ``--name``, ``--conf``, the Python settings) unless
@@ -227,6 +342,10 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
     """
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"session: conf must be a mapping of config keys to values, got {conf!r}")
+    for name, value in (("master", master), ("app_name", app_name)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise TypeError(f"session: {name} must be a non-empty string (or None), got "
+                            f"{value!r}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if remote is not None:
         if master is not None:
@@ -265,13 +384,14 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             builder = builder.master(master)
         if app_name is not None:
             builder = builder.appName(app_name)
+    from pyspark import SparkContext
+
+    running = SparkContext._active_spark_context is not None
     spark = _configure(builder, conf, lambda: submitted).getOrCreate()
     try:
         facade(spark)
     except FullWindowSetupError as err:
-        raise FullWindowSetupError(
-            "a SparkSession was already running without fullwindow, and its JVM cannot load "
-            f"extensions any more; call spark.stop() first. ({err})") from None
+        raise _setup_error(spark, running, err) from None
     # with recovery on, open the job now, so that SQL-hint operations run before any DataFrame
     # operation are committed too (a builder of one's own calls fullwindow.recovery.start)
     from fullwindow.recovery import start

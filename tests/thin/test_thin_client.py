@@ -106,3 +106,23 @@ def test_recovery_from_a_thin_client(server_url, tmp_path):
         assert recovery.cleanup(second) is True
     finally:
         second.stop()
+
+
+def test_the_server_refuses_a_client_without_its_token(server_url, spark, monkeypatch):
+    """The server (python -m fullwindow.server) takes a token: this thin session sends it (every
+    test here runs through it); a session without it, or with another, is refused."""
+    from pyspark.errors.exceptions.connect import SparkConnectException
+    from pyspark.sql import SparkSession
+
+    assert ";token=" in server_url and server_url.startswith("sc://localhost:")
+    assert spark.range(3).count() == 3
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    base = server_url.split("/;")[0]
+    for url, says in ((base, "No authentication token provided"),
+                      (base + "/;token=not-the-token", "Invalid authentication token")):
+        other = SparkSession.builder.remote(url).create()
+        try:
+            with pytest.raises(SparkConnectException, match=says):
+                other.range(1).collect()
+        finally:
+            other.stop()

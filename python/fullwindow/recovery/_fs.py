@@ -62,6 +62,9 @@ class LocalFS:
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
     def size(self, path: str) -> Optional[int]:
         try:
             return os.path.getsize(path)
@@ -216,6 +219,13 @@ class HadoopFS:
     def exists(self, path: str) -> bool:
         fs, p = self._fs(path)
         return bool(fs.exists(p))
+
+    def is_dir(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        try:
+            return bool(fs.getFileStatus(p).isDirectory())
+        except Exception:  # noqa: BLE001 - FileNotFoundException, through py4j
+            return False
 
     def size(self, path: str) -> Optional[int]:
         fs, p = self._fs(path)

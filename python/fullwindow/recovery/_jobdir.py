@@ -18,9 +18,16 @@ def operators_dir(job_dir: str) -> str:
     return _fs.join(job_dir, "operators")
 
 
+def job_dir_of(directory: Any, job_id: Any, where: str) -> str:
+    """``<directory>/<job_id>``, both checked (``config.check_job_id``: one directory name)."""
+    from fullwindow.recovery.config import check_directory, check_job_id
+
+    return _fs.join(check_directory(directory, where), check_job_id(job_id, where))
+
+
 def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str, Any]]:
     """Every intact job event recorded for ``job_id`` under ``directory``, oldest first."""
-    job_dir = _fs.join(directory, job_id)
+    job_dir = job_dir_of(directory, job_id, "recovery.job_events")
     return EventStore.read_all(events_dir(job_dir), _fs.filesystem(directory, spark))
 
 
@@ -94,14 +101,58 @@ def input_records(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
+#: what a job's directory holds: its event store, its lease, committed outputs, write records
+JOB_ENTRIES = ("events", "lease", "operators", "writes")
+#: the probe file a run writes and deletes when it opens the job (recovery/_jobs.py ``probe``)
+PROBE_PREFIX = ".probe-"
+
+
+def not_a_job(fs: Any, job_dir: str) -> Optional[str]:
+    """None when ``job_dir`` holds a recovery job's layout, else why not. A job's directory
+    holds a lease (``lease/epoch-<n>``) or an event store (``events/segment-...``), and nothing
+    but what recovery writes there (``events``, ``lease``, ``operators``, ``writes``, a probe
+    file): anything else is not recovery's to delete."""
+    from fullwindow.recovery.eventstore import SEGMENT_PREFIX
+
+    if isinstance(fs, _fs.LocalFS):
+        import os
+
+        if os.path.islink(job_dir):
+            return "it is a symbolic link, not a job's directory"
+    if not fs.is_dir(job_dir):
+        return "it is a file, not a job's directory"
+    entries = fs.listdir(job_dir)
+    other = [n for n in entries if n not in JOB_ENTRIES and not n.startswith(PROBE_PREFIX)]
+    if other:
+        shown = ", ".join(repr(n) for n in other[:5]) + (", ..." if len(other) > 5 else "")
+        return (f"it holds {shown}, which recovery never writes in a job's directory (a job's "
+                f"directory holds only {', '.join(JOB_ENTRIES)})")
+    leases = lease._epochs(fs, lease.lease_dir(job_dir)) if "lease" in entries else []
+    segments = fs.listdir(events_dir(job_dir)) if "events" in entries else []
+    if not leases and not any(n.startswith(SEGMENT_PREFIX) for n in segments):
+        return ("it holds neither a job's lease (lease/epoch-<n>) nor its events "
+                "(events/segment-...)" + ("" if entries else ": it is empty"))
+    return None
+
+
 def delete_job(fs: Any, job_dir: str, where: str) -> bool:
-    """Deletes a job's directory unless a driver holds its lease (:class:`RecoveryConflictError`);
-    returns whether there was one."""
+    """Deletes a job's directory, only if it holds a recovery job's layout (:func:`not_a_job`;
+    else :class:`ConfigurationError`, deleting nothing) and no driver holds its lease
+    (:class:`RecoveryConflictError`); returns whether there was one."""
+    if not fs.exists(job_dir):
+        return False
+    problem = not_a_job(fs, job_dir)
+    if problem is not None:
+        from fullwindow.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"{where}: {job_dir} is not a recovery job's directory: {problem}. Nothing was "
+            "deleted. Check the directory and the job id (the job's "
+            "spark.fullwindow.recovery.dir and spark.fullwindow.recovery.jobId).")
     holder = lease.read(fs, job_dir)
     if holder is not None and holder["live"]:
         raise RecoveryConflictError(
             f"{where}: job {job_dir} is running: {lease.describe(holder)}. Its directory is "
             "deleted once no driver holds it.")
-    existed = fs.exists(job_dir)
     fs.delete(job_dir)
-    return existed
+    return True

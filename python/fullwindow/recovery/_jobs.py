@@ -646,7 +646,13 @@ def cleanup(spark: Any, job_id: Optional[str] = None, directory: Optional[str] =
     results are safely written; a later run with the same job id starts from scratch. Returns
     whether there was anything to delete."""
     from fullwindow._backend import is_connect
+    from fullwindow.recovery.config import check_directory, check_job_id
 
+    # checked here too, before a Connect client sends them (the server checks them again)
+    if job_id is not None:
+        check_job_id(job_id, "recovery.cleanup")
+    if directory is not None:
+        check_directory(directory, "recovery.cleanup")
     if is_connect(spark):  # the server deletes it, unless another session runs the job
         from fullwindow._connect.recovery import control
 
@@ -659,15 +665,19 @@ def _cleanup(spark: Any, job_id: Optional[str], directory: Optional[str],
     """:func:`cleanup` in a driver (a classic one, or a Connect server's for session
     ``owner``, which may not delete a job another live session of the server runs)."""
     conf = spark.conf
-    directory = directory or (conf.get(DIR, None) or "").strip()
-    job_id = job_id or (conf.get(JOB_ID, None) or "").strip()
+    # an argument given is the one used (an empty one is refused, never replaced by the
+    # session's): only an argument not given falls back to the session's setting
     from fullwindow.errors import ConfigurationError
+    from fullwindow.recovery.config import check_directory, check_job_id
 
-    if not directory or not job_id:
+    if (directory is None and not (conf.get(DIR, None) or "").strip()) or \
+            (job_id is None and not (conf.get(JOB_ID, None) or "").strip()):
         raise ConfigurationError(
             f"recovery.cleanup: give job_id and directory, or set {DIR} and {JOB_ID}.")
-    if "/" in job_id or job_id in (".", ".."):
-        raise ConfigurationError(f"recovery.cleanup: '{job_id}' is not a job id")
+    directory = check_directory(
+        directory if directory is not None else conf.get(DIR, None).strip(), "recovery.cleanup")
+    job_id = check_job_id(job_id if job_id is not None else conf.get(JOB_ID, None).strip(),
+                          "recovery.cleanup", "job_id" if job_id is not None else JOB_ID)
     job_dir = _fs.join(directory, job_id)
     _runtime.drain(2000)
     with _runtime.lock:

@@ -9,7 +9,7 @@ import warnings
 from typing import Any, Dict, List, Optional
 
 from fullwindow.recovery import _fs, lease
-from fullwindow.recovery._jobdir import delete_job, events_dir, recovery_state
+from fullwindow.recovery._jobdir import delete_job, events_dir, job_dir_of, recovery_state
 
 _FILES = (("path", "bytes", "checksum"), ("indexPath", "indexBytes", "indexChecksum"))
 
@@ -100,13 +100,13 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
     from fullwindow._backend import is_connect
     from fullwindow.recovery.eventstore import EventStore
 
+    job_dir = job_dir_of(directory, job_id, "recovery.verify" if crc else "recovery.status")
     if spark is not None and is_connect(spark):
         from fullwindow._connect.recovery import control
 
         return dict(control(spark, "verify" if crc else "status", directory=directory,
                             job_id=job_id))
     fs = _fs_for(directory, spark)
-    job_dir = _fs.join(directory, job_id)
     out: Dict[str, Any] = {"job": job_id, "directory": job_dir, "exists": fs.exists(job_dir),
                            "lease": lease.read(fs, job_dir) if fs.exists(job_dir) else None,
                            "operations": [], "writes": [], "problems": []}
@@ -239,23 +239,31 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "(spark.fullwindow.recovery.jobId)")
     parser.add_argument("--json", action="store_true", help="print plain data as JSON")
     args = parser.parse_args(argv)
+    from fullwindow.errors import ConfigurationError
+    from fullwindow.recovery.config import check_directory, check_job_id
+
+    try:  # a usage error (exit 2), before anything is read or deleted
+        check_directory(args.dir, "--dir")
+        check_job_id(args.job_id, "--job-id")
+    except ConfigurationError as err:
+        parser.error(str(err))
     spark = None
     if not _fs.is_local(args.dir):
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.master("local[1]").appName("fullwindow-recovery") \
             .config("spark.ui.enabled", "false").getOrCreate()
+    job_dir = _fs.join(args.dir, args.job_id)
     if args.command == "cleanup":
         from fullwindow.recovery.errors import RecoveryConflictError
 
         try:
-            existed = delete_job(_fs_for(args.dir, spark), _fs.join(args.dir, args.job_id),
-                                 "cleanup")
-        except RecoveryConflictError as err:
+            existed = delete_job(_fs_for(args.dir, spark), job_dir, "cleanup")
+        except (RecoveryConflictError, ConfigurationError) as err:
             print(f"refused: {err}", file=sys.stderr)
             return 2
-        print(f"deleted {_fs.join(args.dir, args.job_id)}" if existed
-              else f"nothing to delete at {_fs.join(args.dir, args.job_id)}")
+        print(f"deleted {job_dir} (the recovery directory of job {args.job_id!r}: its events, "
+              "lease and committed outputs)" if existed else f"nothing to delete at {job_dir}")
         return 0
     st = (verify if args.command == "verify" else status)(args.dir, args.job_id, spark)
     print(json.dumps(st, indent=2, sort_keys=True) if args.json else render(st))

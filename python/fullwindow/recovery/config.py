@@ -77,10 +77,7 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
             f"({DIR}: a local path or a Hadoop file system URI such as hdfs://nn/fullwindow) and "
             f"a name for the job that stays the same across restarts ({JOB_ID}). Set both, or "
             f"set {ENABLED}=false.")
-    if "/" in job_id or job_id in (".", ".."):
-        raise ConfigurationError(
-            f"{where}: {JOB_ID} is '{job_id}'; it names a directory under {DIR}, so it cannot "
-            "contain '/' or be '.' or '..'.")
+    check_job_id(job_id, where, JOB_ID)
     return RecoverySettings(
         directory=directory, job_id=job_id,
         write_buffer_size=_parse_size(get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER_SIZE,
@@ -91,6 +88,46 @@ def settings_from(get: Callable[[str], Optional[str]], where: str) -> Optional[R
         lease_wait=_lease_wait(get(LEASE_WAIT) or DEFAULT_LEASE_WAIT),
         on_input_change=on_input_change(get(ON_INPUT_CHANGE)),
         on_unchecked_write=on_unchecked_write(get(ON_UNCHECKED_WRITE)))
+
+
+#: characters a job id cannot hold: path separators (Hadoop's and Windows'), and NUL
+_NOT_IN_JOB_ID = ("/", "\\", "\x00")
+
+
+def check_job_id(job_id: Any, where: str, name: str = "job_id") -> str:
+    """``job_id`` if it names one directory under the recovery directory: a non-empty string
+    without a path separator (``/`` or ``\\``) or NUL, not ``.`` or ``..`` and not only
+    spaces. Anything else is a :class:`ConfigurationError` (a ``TypeError`` when it is not a
+    string) whose message starts with ``where`` and names ``name``: a job id that is not one
+    name would make the job's directory another directory, such as the recovery directory
+    itself or its parent, which a cleanup would then delete."""
+    if not isinstance(job_id, str):
+        raise TypeError(f"{where}: {name} must be a string (the job's name, one directory "
+                        f"name under the recovery directory); got {job_id!r}")
+    bad = [c for c in _NOT_IN_JOB_ID if c in job_id]
+    if not job_id.strip() or job_id in (".", "..") or bad:
+        why = ("is empty" if not job_id.strip() else
+               f"is {job_id!r}, which names the directory itself or its parent"
+               if job_id in (".", "..") else
+               f"is {job_id!r}, which holds {' and '.join(repr(c) for c in bad)}")
+        raise ConfigurationError(
+            f"{where}: {name} {why}; a job id names one directory under the recovery "
+            f"directory ({DIR}), so it must be a non-empty name without '/' or '\\', other "
+            "than '.' and '..' (such as nightly-2024-06-01).")
+    return job_id
+
+
+def check_directory(directory: Any, where: str, name: str = "directory") -> str:
+    """``directory`` if it is a non-empty string (a local path or a Hadoop file system URI),
+    else a :class:`ConfigurationError` (``TypeError`` for a non-string) naming ``name``."""
+    if not isinstance(directory, str):
+        raise TypeError(f"{where}: {name} must be a string (the recovery directory, a local "
+                        f"path or a Hadoop file system URI); got {directory!r}")
+    if not directory.strip() or "\x00" in directory:
+        raise ConfigurationError(
+            f"{where}: {name} is {directory!r}; expected the recovery directory ({DIR}): a "
+            "local path or a Hadoop file system URI such as hdfs://nn/fullwindow.")
+    return directory
 
 
 def _mode(raw: Any, key: str, modes: "tuple[str, ...]", default: str, expected: str) -> str:
