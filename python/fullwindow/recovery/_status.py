@@ -187,7 +187,8 @@ def _writes(fs: Any, job_dir: str, events: List[Dict[str, Any]]) -> List[Dict[st
         return []
     records = _write_records(names)
     # events of job directories written before writes had occurrences name their number only
-    legacy = {(n, fp): k for name, n, fp, k, _ in records if name.count(".") == 2}
+    legacy: Dict[tuple, int] = {(n, fp): k for name, n, fp, k, _ in records
+                                if name.count(".") == 2}
     skipped: Dict[tuple, int] = {}
     for e in events:
         if e.get("type") == "writeSkipped":
