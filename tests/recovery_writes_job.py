@@ -17,7 +17,11 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        DataFrame.rdd.foreach appending "k v" lines to OUT/<i>-<kind>.txt, a sink
                        that keeps no record; ACTION_SLOW seconds a row); threads (writes i and
                        i + 1: two appends of A's rows, 100 ms a row, into OUT/<n>-threads at once
-                       from two threads of the session);
+                       from two threads of the session); twothreads (writes i and i + 1, into
+                       OUT/<i>-twothreads and OUT/<i+1>-twothreads from two threads, started in
+                       THREAD_ORDER, forward or reverse, the second once the first has begun;
+                       i + 1 sleeps ROW_SLOW a row); twice (writes i and i + 1: one append of one
+                       DataFrame into OUT/<i>-twice, made twice, ROW_SLOW a row);
                        delta, deltaOverwrite (DataFrameWriter.save into a Delta table at a path,
                        append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
                        catalog), iceberg, icebergOverwrite (writeTo(...).append() or
@@ -102,8 +106,29 @@ def append_row_to(path):
 def slow(v):
     import time
 
-    time.sleep(0.1)
+    time.sleep(float(env("ROW_SLOW", "0.1")))
     return v
+
+
+def begun(target, thread, since):
+    """Whether the recovered write into ``target`` (a thread's) has begun in this run: the job
+    recorded its start (a record under RECOVERY_DIR/JOB_ID/writes/ naming ``target``, made since
+    ``since``), or its thread is done (a skipped write records nothing)."""
+    if not thread.is_alive():
+        return True
+    d = os.path.join(os.environ["RECOVERY_DIR"], os.environ["JOB_ID"], "writes")
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        path = os.path.join(d, name)
+        if name.startswith(".") or not name.endswith(".started") or \
+                os.path.getmtime(path) < since:
+            continue
+        try:
+            with open(path) as f:
+                if json.load(f).get("target", "").rstrip("/").endswith(target):
+                    return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def main():
@@ -221,6 +246,43 @@ def main():
             assert not errors, errors
             print("PROTOCOL AFTER:", spark.conf.get("spark.sql.sources.commitProtocolClass"),
                   flush=True)
+        elif kind == "twothreads":  # writes i (A's rows) and i + 1 (A's rows, ROW_SLOW a row)
+            # into two targets from two threads, started in THREAD_ORDER (forward: i first,
+            # reverse: i + 1 first), the second once the first's write has begun
+            import threading
+            import time
+
+            from pyspark.sql.types import LongType
+
+            jobs = {i: marked(a, i),
+                    i + 1: marked(a, i + 1).withColumn("v", F.udf(slow, LongType())("v"))}
+            errors = []
+
+            def write(n):
+                try:
+                    jobs[n].write.mode("append").parquet(f"{out}/{n}-twothreads")
+                except BaseException as err:  # noqa: BLE001 - the test reads it in the log
+                    errors.append(err)
+
+            order = [i, i + 1] if env("THREAD_ORDER", "forward") == "forward" else [i + 1, i]
+            threads = {n: threading.Thread(target=write, args=(n,)) for n in order}
+            since = time.time() - 1
+            threads[order[0]].start()
+            if os.environ.get("RECOVERY_DIR"):
+                while not begun(f"/{order[0]}-twothreads", threads[order[0]], since):
+                    time.sleep(0.02)
+            print(f"THREAD {order[0]} BEGUN", flush=True)
+            threads[order[1]].start()
+            for t in threads.values():
+                t.join()
+            assert not errors, errors
+        elif kind == "twice":  # writes i and i + 1: the same append (one DataFrame, one target,
+            # ROW_SLOW a row), twice: one fingerprint, occurrences 1 and 2
+            from pyspark.sql.types import LongType
+
+            same = marked(a, i).withColumn("v", F.udf(slow, LongType())("v"))
+            for _ in range(2):
+                same.write.mode("append").parquet(f"{out}/{i}-twice")
         elif kind == "jdbc":
             url = f"jdbc:derby:{os.path.join(out, 'jdbc')};create=true"
             rows.write.mode("append").jdbc(url, f"T{i}", properties={

@@ -24,9 +24,12 @@ class Job(RecoveryJob):
     targets: str | None = None
 
     def options(self, writes: str = "append,append", extra: str | None = None,
-                action_slow: float | None = None, **_) -> dict:
+                action_slow: float | None = None, thread_order: str | None = None,
+                row_slow: float | None = None, **_) -> dict:
         return {"WRITES": writes, "FW_EXTRA_CONF": extra, "TARGETS": self.targets,
-                "ACTION_SLOW": None if action_slow is None else str(action_slow)}
+                "ACTION_SLOW": None if action_slow is None else str(action_slow),
+                "THREAD_ORDER": thread_order,
+                "ROW_SLOW": None if row_slow is None else str(row_slow)}
 
     def target(self, i: int, kind: str) -> str:
         if kind in ("saveAsTable", "insertInto", "sql", "ctas"):
@@ -91,13 +94,16 @@ def kill_while_b_computes_then_resume(job: "Job", rows) -> None:
 
 
 def each_target_has_its_markers(job: "Job", markers) -> None:
-    """Each of the two appends' targets holds its own write's markers (its number, one write
-    job each: the commit protocol found its write by the target), ``markers(i)`` listing
-    target i's ``_fullwindow/``."""
+    """Each of the two appends' targets holds its own write's markers (its id, the one its
+    ``writeCommitted`` event names: the job, the write's fingerprint and occurrence; one write
+    job each: the commit protocol found its write by the target), ``markers(i)`` listing target
+    i's ``_fullwindow/``."""
+    ids = {e["number"]: e["id"] for e in job.events() if e["type"] == "writeCommitted"}
+    assert ids[1] != ids[2], ids
     for i in (1, 2):
         names = markers(i)
         assert {n.split(".")[-2] for n in names} >= {"started", "committing", "committed"}, names
-        assert {n.split(".")[-4] for n in names} == {str(i)}, names
+        assert {n.rsplit(".", 2)[0] for n in names} == {ids[i]}, (names, ids)
 
 
 def test_a_committed_append_is_not_written_again(tmp_path):
@@ -302,8 +308,10 @@ def test_foreach_actions_and_two_threads(tmp_path):
         assert states == ["committed", "committing", "started"], marks
         assert len({m.rsplit(".", 2)[0] for m in marks}) == 1, marks
         ids[n] = marks[0].rsplit(".", 2)[0]
-    numbers = {ids[n].split(".")[-2] for n in (4, 5)}
-    assert numbers == {"4", "5"}, ids  # two writes of the job, one target each
+    # two writes of the job, one target each: their ids (fingerprint, occurrence) are the ones
+    # the job's events name for its writes 4 and 5
+    committed = {e["number"]: e["id"] for e in job.events() if e["type"] == "writeCommitted"}
+    assert ids[4] != ids[5] and {ids[4], ids[5]} == {committed[4], committed[5]}, (ids, committed)
     # they ran at once: each started before the other committed
     times = {n: {m.split(".")[-2]: os.path.getmtime(os.path.join(job.target(n, "threads"),
                                                                  "_fullwindow", m))
@@ -407,3 +415,179 @@ def test_a_python_data_source_writer_is_unchecked(spark, tmp_path):
         fullwindow.recovery.cleanup(spark)
         for k in [*keys, "spark.fullwindow.recovery.onUncheckedWrite"]:
             spark.conf.unset(k)
+
+
+def write_records(job: "Job") -> dict:
+    """The job's write records by write identity: ``{(fingerprint, occurrence): {state:
+    [numbers]}}`` (``<number>.<fingerprint>.<occurrence>.<state>``, number the write's place in
+    the start order of the run that recorded it: one per run that recorded the state)."""
+    out: dict = {}
+    for r in job.records():
+        if r.startswith("."):
+            continue
+        number, fp, k, state = r.split(".")
+        out.setdefault((fp, int(k)), {}).setdefault(state, []).append(int(number))
+    return {i: {st: sorted(ns) for st, ns in sts.items()} for i, sts in out.items()}
+
+
+def test_writes_from_threads_match_in_another_start_order(tmp_path):
+    """Writes 1 and 2 into two targets from two threads: 1 (fast) started first, 2 (slow) once 1
+    had begun; the driver killed after 1 committed, while 2's tasks ran. The resumed run starts
+    the threads in the other order (2 first, numbered 1 now; 1 second, numbered 2): write 1 is
+    skipped all the same (its identity is its fingerprint and occurrence, not its number) and
+    write 2 is written once, its dead write job's leftovers removed first."""
+    job = Job(tmp_path, "thread-order")
+    opts = {"writes": "twothreads", "row_slow": 0.25}
+    p = job.start("r1", thread_order="forward", **opts)
+
+    def first_committed() -> bool:  # the job's record of it: made after the sink's marker
+        return any(r.endswith(".committed") for r in job.records()) and bool(job.ran("W2", "r1"))
+
+    kill_when(p, first_committed)
+    assert job.rows(1, "twothreads") == A_ROWS
+    assert not any(".committed." in m for m in job.markers(2, "twothreads"))
+    r1 = write_records(job)
+    # run 1: write 1 numbered 1, committed; write 2 numbered 2, started only
+    [(fp1, k1)] = [i for i, st in r1.items() if "committed" in st]
+    [(fp2, k2)] = [i for i, st in r1.items() if "committed" not in st]
+    assert fp1 != fp2 and k1 == k2 == 1
+    assert r1[(fp1, 1)] == {"started": [1], "committed": [1]}
+    assert r1[(fp2, 1)] == {"started": [2]}, r1
+    dead = [m for m in job.markers(2, "twothreads")]
+    assert [m.split(".")[-2] for m in dead] == ["started"], dead
+
+    job.run("r2", thread_order="reverse", **opts)
+    assert "THREAD 2 BEGUN" in open(job._log("r2")).read()
+    # each target's rows once; write 1 not computed again, write 2 ran
+    assert job.rows(1, "twothreads") == A_ROWS and job.rows(2, "twothreads") == A_ROWS
+    assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
+    assert job.ran("W2", "r2") != []
+    # records: write 2 numbered 1 in run 2 (started and committed), write 1 none new
+    r2 = write_records(job)
+    assert r2[(fp2, 1)] == {"started": [1, 2], "committed": [1]}, r2
+    assert r2[(fp1, 1)] == {"started": [1], "committed": [1]}, r2
+    # events of run 2: write 1 skipped as the run's 2nd write, write 2 committed as its 1st
+    events = [e for e in job.events() if e["type"] in ("writeSkipped", "writeCommitted")]
+    skipped = [(e["number"], e["writeFingerprint"], e["occurrence"]) for e in events
+               if e["type"] == "writeSkipped"]
+    assert skipped == [(2, fp1, 1)], events
+    assert (1, fp2, 1) in [(e["number"], e["writeFingerprint"], e["occurrence"]) for e in events
+                           if e["type"] == "writeCommitted"]
+    # markers: target 1 holds run 1's write job only; target 2 the resumed write job's three
+    # markers (the dead one's removed), under the same write id as run 1's
+    for n in (1, 2):
+        marks = job.markers(n, "twothreads")
+        assert sorted(m.split(".")[-2] for m in marks) == ["committed", "committing", "started"], \
+            marks
+        assert len({m.rsplit(".", 1)[1] for m in marks}) == 1, marks  # one write job
+    assert {m.rsplit(".", 2)[0] for m in job.markers(2, "twothreads")} == \
+        {dead[0].rsplit(".", 2)[0]}
+    assert not os.path.exists(os.path.join(job.target(2, "twothreads"), "_temporary"))
+    from fullwindow.recovery import status
+
+    st = {(w["fingerprint"], w["occurrence"]): w for w in status(job.dir, job.name)["writes"]}
+    assert st[(fp1, 1)]["state"] == st[(fp2, 1)]["state"] == "committed"
+    assert st[(fp1, 1)]["skipped"] == 1 and st[(fp2, 1)]["skipped"] == 0
+
+
+def test_two_identical_writes_match_by_occurrence(tmp_path):
+    """The same append (one DataFrame, one target: one fingerprint) made twice: killed while the
+    second ran, after the first committed. The resumed run skips the first (occurrence 1) and
+    writes the second (occurrence 2) once: the target holds the rows twice, not once or three
+    times; a third run writes nothing."""
+    job = Job(tmp_path, "twice")
+    opts = {"writes": "twice", "row_slow": 0.2}
+    p = job.start("r1", **opts)
+
+    def second_began() -> bool:
+        marks = job.markers(1, "twice")
+        return len({m.rsplit(".", 2)[0] for m in marks}) == 2 and \
+            len(job.ran("W1", "r1")) > 4
+
+    kill_when(p, second_began)
+    assert job.rows(1, "twice") == A_ROWS  # the first committed, the second not
+    r1 = write_records(job)
+    [fp] = {f for f, _ in r1}
+    assert r1 == {(fp, 1): {"started": [1], "committed": [1]}, (fp, 2): {"started": [2]}}, r1
+
+    job.run("r2", **opts)
+    assert job.rows(1, "twice") == sorted(A_ROWS * 2)
+    assert len(job.ran("W1", "r2")) == 4 and job.ran("A", "r2") == []  # one write's tasks
+    events = [(e["type"], e["number"], e["occurrence"]) for e in job.events()
+              if e["type"] in ("writeSkipped", "writeCommitted") and e["writeFingerprint"] == fp]
+    assert ("writeSkipped", 1, 1) in events and ("writeCommitted", 2, 2) in events, events
+    assert ("writeCommitted", 1, 2) not in events and ("writeSkipped", 2, 2) not in events
+    # the target's markers: two write ids, occurrences 1 and 2 of the one fingerprint
+    ids = {m.rsplit(".", 2)[0] for m in job.markers(1, "twice")}
+    assert sorted(i.split(".")[-2:] for i in ids) == [[fp, "1"], [fp, "2"]], ids
+    committed = [m for m in job.markers(1, "twice") if ".committed." in m]
+    assert len(committed) == 2, committed
+
+    job.run("r3", **opts)
+    assert job.rows(1, "twice") == sorted(A_ROWS * 2)
+    assert job.ran("W1", "r3") == []
+    from fullwindow.recovery import status
+
+    st = status(job.dir, job.name)["writes"]
+    assert [(w["fingerprint"], w["occurrence"], w["state"], w["skipped"]) for w in st] == [
+        (fp, 1, "committed", 2), (fp, 2, "committed", 1)], st
+
+
+def test_a_job_directory_of_the_earlier_numbering_resumes(tmp_path):
+    """A job directory as fullwindow wrote it before writes were identified by fingerprint and
+    occurrence (records ``<n>.<fingerprint>.<state>``, target markers
+    ``<job>.<n>.<fingerprint>.<state>.<uuid>``), made here from a run killed while write 2's
+    tasks ran, renamed to that form, write 1's committed record removed (the driver died
+    between the sink's commit and the job's record). The resumed run skips write 1 (its sink's
+    marker under the old id), undoes what write 2's dead write job left under its old id, and
+    writes 2 once."""
+    job = Job(tmp_path, "legacy")
+    p = job.start("r1", slow=0.0, writes="append,append",
+                  extra='{"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}')
+    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1, timeout=240)
+    records = os.path.join(job.dir, job.name, "writes")
+    numbers = {}
+    for r in job.records():  # <n>.<fp>.<k>.<state> -> <n>.<fp>.<state>
+        if r.startswith("."):
+            os.remove(os.path.join(records, r))
+            continue
+        n, fp, _, state = r.split(".")
+        numbers[fp] = n
+        if not (n == "1" and state == "committed"):
+            os.rename(os.path.join(records, r), os.path.join(records, f"{n}.{fp}.{state}"))
+        else:
+            os.remove(os.path.join(records, r))
+    for i in (1, 2):  # <job>.<fp>.<k>.<state>.<uuid> -> <job>.<n>.<fp>.<state>.<uuid>
+        d = os.path.join(job.target(i, "append"), "_fullwindow")
+        for m in os.listdir(d) if os.path.isdir(d) else []:
+            if m.startswith("."):
+                os.remove(os.path.join(d, m))
+                continue
+            jobpart, fp, _, state, uuid = m.split(".")
+            os.rename(os.path.join(d, m),
+                      os.path.join(d, f"{jobpart}.{numbers[fp]}.{fp}.{state}.{uuid}"))
+    assert sorted(r.split(".")[0] + "." + r.split(".")[-1] for r in job.records()) == [
+        "1.started", "2.started"]
+    assert [m.split(".")[1] for m in job.markers(2, "append")] == ["2"]  # write 2's dead job
+    from fullwindow.recovery import status
+
+    legacy = status(job.dir, job.name)["writes"]
+    assert [(w["number"], w["occurrence"], w["state"]) for w in legacy] == [
+        (1, 1, "started"), (2, 1, "started")], legacy
+
+    job.run("r2", writes="append,append")
+    assert job.rows(1, "append") == A_ROWS and job.rows(2, "append") == B_ROWS
+    assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
+    assert not os.path.exists(os.path.join(job.target(2, "append"), "_temporary"))
+    log = open(job._log("r2")).read()
+    assert "write 1 of job legacy (files: " in log and "the files sink holds its commit" in log
+    # write 2's dead write job (old id) is gone; its resumed one's markers are of the new form
+    marks = job.markers(2, "append")
+    assert sorted(m.split(".")[-2] for m in marks) == ["committed", "committing", "started"], marks
+    assert {m.split(".")[2] for m in marks} == {"1"}, marks  # <job>.<fp>.<occurrence>....
+    st = status(job.dir, job.name)["writes"]
+    assert [(w["number"], w["occurrence"], w["state"]) for w in st] == [
+        (1, 1, "committed"), (2, 1, "committed")], st
+    job.run("r3", writes="append,append")  # everything skipped
+    assert job.rows(1, "append") == A_ROWS and job.rows(2, "append") == B_ROWS
+    assert job.ran("W1", "r3") == [] and job.ran("W2", "r3") == []

@@ -3,16 +3,17 @@
 They are RDD actions that write out by the user's own code, not writes Spark plans, so the JVM's
 write rule never sees them. With recovery on, the classic DataFrame's (and the RDD a DataFrame's
 ``rdd`` gives) ask the JVM's write records first (``RecoveredWrites.beginAction``): each is
-numbered in the job's writes and fingerprinted (the action, the DataFrame's stable plan and the
-digest of the function's code) as an unchecked write, since the function keeps no record of
-what it did. A resumed run skips one an earlier run recorded as committed (nothing computed),
+fingerprinted (the action, the DataFrame's stable plan and the digest of the function's code) and
+identified, as the job's other writes are, by that fingerprint and its occurrence among the
+job's writes of that fingerprint (not by the order they start in), as an unchecked write, since
+the function keeps no record of what it did. A resumed run skips one an earlier run recorded as committed (nothing computed),
 and runs again (at least once) one an earlier run only started, or refuses it under
 ``spark.fullwindow.recovery.onUncheckedWrite=fail`` (``RECOVERY_UNCHECKED_WRITE``).
 
 Over Spark Connect (4.x) the client's ``foreach`` is a ``select`` of a UDF, and
 ``foreachPartition`` a ``mapInArrow``, collected: the server would see a query like any other.
 So the client's are wrapped too (``fullwindow._connect.recovery.install_actions``): the
-DataFrame's plan goes to the server's recovery runtime first, which numbers and decides the
+DataFrame's plan goes to the server's recovery runtime first, which identifies and decides the
 action the same way.
 """
 from __future__ import annotations

@@ -78,7 +78,7 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
                          "partitions": 8, "committed": 5, "bytes": 123456,
                          "runs": {"2026-11-23T01:02:03Z pid 4242": 5},
                          "intact": True, "damaged": {}}, ...],
-         "writes": [{"number": 1, "fingerprint": "cd34...", "sink": "files",
+         "writes": [{"number": 1, "fingerprint": "cd34...", "occurrence": 1, "sink": "files",
                      "target": "hdfs://nn/out/a", "mode": "Append", "state": "committed",
                      "skipped": 1}, ...],
          "problems": []}
@@ -96,6 +96,10 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
 
     With a Spark Connect session as ``spark``, the server reads the directory (with its own
     Hadoop settings and file systems) and answers the same data.
+
+    A write is its ``fingerprint`` and ``occurrence`` (the job's 1st, 2nd, ... write of that
+    fingerprint: what a resumed run matches it by); ``number`` is its place in the order the run
+    that recorded it started its writes, and the list is sorted by it.
     """
     from fullwindow._backend import is_connect
     from fullwindow.recovery.eventstore import EventStore
@@ -139,10 +143,41 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
     return out
 
 
+def _write_records(names: List[str]) -> List["tuple[str, int, str, int, str]"]:
+    """The job's write records among ``names`` (of ``<dir>/<jobId>/writes/``), as ``(name,
+    number, fingerprint, occurrence, state)``: ``<n>.<fingerprint>.<occurrence>.<state>``, and
+    the form job directories had before writes were identified by fingerprint and occurrence,
+    ``<n>.<fingerprint>.<state>``, whose occurrences are fingerprint F's records in the order of
+    their numbers (as ``RecoveredWrites.parseRecords`` reads them)."""
+    def is_fp(t: str) -> bool:
+        return len(t) == 24 and all(c in "0123456789abcdef" for c in t)
+
+    out = []
+    old = []
+    for name in names:
+        parts = name.split(".")
+        if name.startswith(".") or parts[-1] not in ("started", "committed"):
+            continue
+        if len(parts) == 4 and parts[0].isdigit() and is_fp(parts[1]) and parts[2].isdigit():
+            out.append((name, int(parts[0]), parts[1], int(parts[2]), parts[3]))
+        elif len(parts) == 3 and parts[0].isdigit() and is_fp(parts[1]):
+            old.append((name, int(parts[0]), parts[1], parts[2]))
+    numbers: Dict[str, List[int]] = {}
+    for _, n, fp, _ in old:
+        numbers.setdefault(fp, [])
+        if n not in numbers[fp]:
+            numbers[fp].append(n)
+    for name, n, fp, state in old:
+        out.append((name, n, fp, sorted(numbers[fp]).index(n) + 1, state))
+    return out
+
+
 def _writes(fs: Any, job_dir: str, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The job's writes, from its records under ``writes/`` (``<n>.<fingerprint>.<state>``):
-    number, fingerprint, sink, target, mode, ``committed`` or ``started`` (an earlier run
-    started it and never committed it), and how many runs skipped it (``writeSkipped`` events)."""
+    """The job's writes, from its records under ``writes/``: each write is its fingerprint and
+    occurrence (its 1st, 2nd, ... write of that fingerprint), with the number it had in the start
+    order of the run that recorded it, sink, target, mode, ``committed`` or ``started`` (an
+    earlier run started it and never committed it), and how many runs skipped it
+    (``writeSkipped`` events)."""
     import json
 
     directory = _fs.join(job_dir, "writes")
@@ -150,31 +185,35 @@ def _writes(fs: Any, job_dir: str, events: List[Dict[str, Any]]) -> List[Dict[st
         names = [n for n, _ in fs.list_sizes(directory) if not n.startswith(".")]
     except Exception:  # noqa: BLE001 - no writes yet
         return []
+    records = _write_records(names)
+    # events of job directories written before writes had occurrences name their number only
+    legacy: Dict[tuple, int] = {(n, fp): k for name, n, fp, k, _ in records
+                                if name.count(".") == 2}
     skipped: Dict[tuple, int] = {}
     for e in events:
         if e.get("type") == "writeSkipped":
-            key = (e.get("number"), e.get("writeFingerprint"))
-            skipped[key] = skipped.get(key, 0) + 1
+            fp = e.get("writeFingerprint")
+            k = e.get("occurrence", legacy.get((e.get("number"), fp)))
+            skipped[(fp, k)] = skipped.get((fp, k), 0) + 1
     found: Dict[tuple, Dict[str, Any]] = {}
-    for name in names:
-        number, _, rest = name.partition(".")
-        fingerprint, _, state = rest.partition(".")
-        if not number.isdigit() or state not in ("started", "committed"):
-            continue
-        key = (int(number), fingerprint)
-        entry = found.setdefault(key, {"number": int(number), "fingerprint": fingerprint,
-                                       "state": "started"})
+    # committed records last: what the entry says (number, sink, target, mode) is theirs
+    for name, number, fingerprint, occurrence, state in sorted(
+            records, key=lambda r: (r[4] == "committed", r[1])):
+        key = (fingerprint, occurrence)
+        entry = found.setdefault(key, {"number": number, "fingerprint": fingerprint,
+                                       "occurrence": occurrence, "state": "started"})
         if state == "committed" or "sink" not in entry:
             try:
                 record = json.loads(fs.read(_fs.join(directory, name)))
                 entry.update({k: record.get(k) for k in ("sink", "target", "mode")})
+                entry["number"] = number
             except (OSError, ValueError):
                 pass
         if state == "committed":
             entry["state"] = "committed"
     for key, entry in found.items():
         entry["skipped"] = skipped.get(key, 0)
-    return [found[k] for k in sorted(found)]
+    return sorted(found.values(), key=lambda e: (e["number"], e["fingerprint"], e["occurrence"]))
 
 
 def verify(directory: str, job_id: str, spark: Any = None) -> Dict[str, Any]:
@@ -215,9 +254,11 @@ def render(st: Dict[str, Any]) -> str:
         for p, why in sorted(op["damaged"].items()):
             lines.append(f"    partition {p}: {why}")
     if st.get("writes"):
-        lines.append(f"{'write':<6} {'sink':<10} {'state':<10} {'skipped':>7}  target (mode)")
+        lines.append(f"{'write':<6} {'fingerprint':<24} {'#':>3} {'sink':<10} {'state':<10} "
+                     f"{'skipped':>7}  target (mode)")
         for w in st["writes"]:
-            lines.append(f"{w['number']:<6} {str(w.get('sink'))[:10]:<10} {w['state']:<10} "
+            lines.append(f"{w['number']:<6} {w['fingerprint']:<24} {w.get('occurrence', 1):>3} "
+                         f"{str(w.get('sink'))[:10]:<10} {w['state']:<10} "
                          f"{w['skipped']:>7}  {w.get('target')} ({w.get('mode')})")
     for p in st["problems"]:
         lines.append(f"event store: {p}")

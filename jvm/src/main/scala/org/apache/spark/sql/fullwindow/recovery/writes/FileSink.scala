@@ -35,7 +35,8 @@ import org.apache.spark.sql.internal.SQLConf
  *  - committed: a `committed` marker; or a `committing` one whose files are all published (the
  *    driver died inside the job commit's last step);
  *  - rollback (once the write holds its target): for each `started` / `committing` marker of
- *    the same write number that never committed, the files named with its UUID are deleted
+ *    a write of the job that never committed (whatever its identity: a dead run's, a failed
+ *    one's), the files named with its UUID are deleted
  *    (published by a commit cut short, or left by a task commit that publishes directly), then
  *    what it staged (`_temporary`, its `.spark-staging-` directory), then the markers: the job
  *    commit of the write run again cannot publish a dead run's task outputs.
@@ -45,59 +46,66 @@ final case class FileSink(plan: LogicalPlan, path: Path, mode: String, query: Lo
   override def kind: String = "files"
   override def target: String = path.toString
 
-  // the target's markers, listed once per write: `committed` and, when it says no, `undo`
-  // read the same listing (neither changes the markers before the other has read them)
-  @transient private var listed: Seq[(String, Long)] = _
-
-  private def markers(session: SparkSession): Seq[(String, Long)] = {
-    if (listed == null) {
-      listed = FileSink.listMarkers(new Path(path, FileSink.MarkerDir),
-        session.sessionState.newHadoopConf())
-    }
-    listed
-  }
+  private def markers(session: SparkSession): Seq[(String, Long)] =
+    FileSink.listMarkers(new Path(path, FileSink.MarkerDir), session.sessionState.newHadoopConf())
 
   private def tableMissing(session: SparkSession): Boolean =
     table.exists(t => !session.sessionState.catalog.tableExists(t.identifier))
 
   override def committed(session: SparkSession, w: WriteCall): Boolean = {
     if (tableMissing(session)) return false  // CTAS: data committed, table never created
-    val mine = markers(session).filter(_._1.startsWith(w.id + "."))
-    if (mine.exists(_._1.startsWith(w.id + ".committed."))) return true
+    val ids = w.ids.toSet
+    val mine = markers(session).map(_._1).filter(n => FileSink.idOf(n).exists(ids))
+    mine.exists(_.contains(".committed.")) || mine.exists(n =>
+      n.contains(".committing.") && completed(session, n))
+  }
+
+  /** Whether the job commit of marker `committing` (`<id>.committing.<uuid>`) published every
+    * file it staged (the driver died inside its last step): then its `committed` marker is
+    * written now, as the commit would have. */
+  private def completed(session: SparkSession, committing: String): Boolean = {
     val conf = session.sessionState.newHadoopConf()
-    mine.collectFirst { case (n, _) if n.startsWith(w.id + ".committing.") => n }.exists { name =>
-      val uuid = name.substring((w.id + ".committing.").length)
-      val dir = new Path(path, FileSink.MarkerDir)
-      val expected = FileSink.readText(new Path(dir, name), conf).trim.toLong
-      val published = FileSink.published(path, uuid, conf).size
-      val done = published == expected
-      if (done) {
-        FileSink.writeText(new Path(dir, s"${w.id}.committed.$uuid"), expected.toString, conf)
-      }
-      done
-    }
+    val dir = new Path(path, FileSink.MarkerDir)
+    val id = FileSink.idOf(committing).get
+    val uuid = committing.substring((id + ".committing.").length)
+    val expected = try FileSink.readText(new Path(dir, committing), conf).trim.toLong
+      catch { case NonFatal(_) => -1L }
+    val done = expected >= 0 && FileSink.published(path, uuid, conf).size == expected
+    if (done) FileSink.writeText(new Path(dir, s"$id.committed.$uuid"), expected.toString, conf)
+    done
   }
 
   // what a dead run left is undone once the write holds its target ([[running]]): a write of
   // this session running into the same target meanwhile is not touched
   override def rollback(session: SparkSession, w: WriteCall): Unit = ()
 
+  /**
+   * Undoes what every write of this job into the target that never committed left there (a dead
+   * run's, whatever its identity, this version's ids and the earlier ones numbered by start
+   * order alike): called while this write holds the target, so no write of this driver runs into
+   * it, and the job's lease keeps other drivers of the job out. The markers are listed again
+   * here, not taken from [[committed]]'s listing: a write of this driver that ran into the target
+   * in between (from another thread) must be seen committed, not started. A write whose job commit
+   * published everything it staged is finished instead ([[completed]]), not undone.
+   */
   private def undo(session: SparkSession, w: WriteCall): Unit = {
     val conf = session.sessionState.newHadoopConf()
     val dir = new Path(path, FileSink.MarkerDir)
     val fs = dir.getFileSystem(conf)
-    val names = markers(session).map(_._1).filter(_.startsWith(w.numberPrefix))
+    val names = markers(session).map(_._1).filter(_.startsWith(w.jobPrefix))
+    val byId = names.groupBy(n => FileSink.idOf(n).getOrElse(n))
     // a write id with a committed marker is no dead run's (its started / committing markers
     // stay beside it: the commit does not delete them, one request less each)
-    val done = names.filter(_.contains(".committed.")).map(n => n.substring(0, n.indexOf(".committed.")))
-    val dead = names.filter(n => !n.contains(".committed.") &&
-      !done.exists(id => n.startsWith(id + ".")))
+    val deadIds = byId.filter { case (_, ns) => !ns.exists(_.contains(".committed.")) }
+      .filterNot { case (_, ns) => ns.exists(n => n.contains(".committing.") && completed(session, n)) }
+    val dead = deadIds.values.flatten.toSeq
     val uuids = dead.flatMap(FileSink.uuidOf).distinct
     if (uuids.nonEmpty) {
       val files = uuids.flatMap(u => FileSink.published(path, u, conf))
-      logWarning(s"fullwindow recovery: write ${w.number} of job ${w.jobId} to $path: an " +
-        s"earlier run started it (write job ${uuids.mkString(", ")}) and never committed it; " +
-        s"removing what it left: ${files.size} published file(s) and its staged output")
+      logWarning(s"fullwindow recovery: write ${w.number} of job ${w.jobId} (${w.identity}) to " +
+        s"$path: an earlier run started ${deadIds.keys.toSeq.sorted.mkString(", ")} into this " +
+        s"target (write job ${uuids.mkString(", ")}) and never committed it; removing what it " +
+        s"left: ${files.size} published file(s) and its staged output")
       files.foreach(f => fs.delete(f, false))
       (Seq(new Path(path, "_temporary")) ++ uuids.map(u => new Path(path, s".spark-staging-$u")))
         .foreach(p => try fs.delete(p, true) catch { case NonFatal(_) => })
@@ -226,6 +234,12 @@ object FileSink {
     val fs = p.getFileSystem(session.sessionState.newHadoopConf())
     p.makeQualified(fs.getUri, fs.getWorkingDirectory)
   }
+
+  private val States = Seq(".started.", ".committing.", ".committed.")
+
+  /** The write id a marker names (`<id>.<state>.<uuid>`). */
+  def idOf(marker: String): Option[String] =
+    States.collectFirst { case s if marker.contains(s) => marker.substring(0, marker.lastIndexOf(s)) }
 
   /** The UUID of the write job a marker names (`<id>.<state>.<uuid>`). */
   def uuidOf(marker: String): Option[String] = {

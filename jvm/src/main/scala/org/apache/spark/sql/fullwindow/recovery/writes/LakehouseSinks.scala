@@ -149,10 +149,16 @@ object LakehouseSinks {
  *
  * Delta's idempotent writes carry it: the write runs with the session settings
  * `spark.databricks.delta.write.txnAppId` = `fullwindow/<write id>` and
- * `spark.databricks.delta.write.txnVersion` = its number, so the commit records that transaction
- * in the table's log (a `txn` action) and Delta itself refuses to commit the same write twice.
+ * `spark.databricks.delta.write.txnVersion` = its occurrence, so the commit records that
+ * transaction in the table's log (a `txn` action) and Delta itself refuses to commit the same
+ * write twice. The write id holds the write's whole identity (job, fingerprint, occurrence), so
+ * each app id commits one version only: Delta's rule that an app id's versions increase (a
+ * version at or below the one recorded is skipped) holds whatever order the job's writes commit
+ * in. (One app id per fingerprint with the occurrence as its version would not: two writes of
+ * one fingerprint started from two threads may commit 2 before 1, and Delta would then skip 1.)
  * Committed: the table's latest snapshot holds a transaction of that app id
- * (`Snapshot.transactions`). A write that passes `txnAppId` / `txnVersion` options of its own
+ * (`Snapshot.transactions`), or, in a job directory of the earlier numbering, of the app id and
+ * version that numbering gave the write ([[WriteCall.legacyId]]). A write that passes `txnAppId` / `txnVersion` options of its own
  * keeps them (Delta reads the options first): then only the job's record tells.
  */
 final case class DeltaSink(plan: LogicalPlan, target: String, mode: String, query: LogicalPlan,
@@ -163,11 +169,16 @@ final case class DeltaSink(plan: LogicalPlan, target: String, mode: String, quer
   override def identity: Seq[String] =
     table.map(LakehouseSinks.sameWrite(kind, _)).getOrElse(super.identity)
 
-  private def appId(w: WriteCall): String = s"fullwindow/${w.id}"
+  private def appId(id: String): String = s"fullwindow/$id"
 
   override def committed(session: SparkSession, w: WriteCall): Boolean =
     location(session).exists { path =>
-      try DeltaSink.transactions(session, path).get(appId(w)).exists(_ >= w.number) catch {
+      try {
+        val txns = DeltaSink.transactions(session, path)
+        // this identity's transaction, or the one the earlier numbering gave the write
+        txns.get(appId(w.id)).exists(_ >= w.occurrence) ||
+          w.legacyNumber.exists(n => txns.get(appId(w.legacyId.get)).exists(_ >= n))
+      } catch {
         case NonFatal(e) =>
           // the write runs with its transaction id all the same: Delta skips it if committed
           logWarning(s"fullwindow recovery: cannot read the transactions of Delta table $path " +
@@ -179,7 +190,7 @@ final case class DeltaSink(plan: LogicalPlan, target: String, mode: String, quer
   override def rollback(session: SparkSession, w: WriteCall): Unit = ()
 
   override def prepare(session: SparkSession, w: WriteCall): (LogicalPlan, Map[String, String]) =
-    (plan, Map(DeltaSink.TxnAppId -> appId(w), DeltaSink.TxnVersion -> w.number.toString))
+    (plan, Map(DeltaSink.TxnAppId -> appId(w.id), DeltaSink.TxnVersion -> w.occurrence.toString))
 }
 
 object DeltaSink {
@@ -242,8 +253,8 @@ object DeltaSink {
  * `overwritePartitions()`, `DataFrameWriter.save` / `saveAsTable` with format `iceberg`, SQL
  * `INSERT` into an Iceberg table, `CREATE` / `REPLACE TABLE ... AS SELECT`.
  *
- * The write runs with the write option `snapshot-property.fullwindow.write-id` = the write's id,
- * so the snapshot it commits records it in its summary (as Flink's Iceberg committer records its
+ * The write runs with the write option `snapshot-property.fullwindow.write-id` = the write's id
+ * (its job, fingerprint and occurrence), so the snapshot it commits records it in its summary (as Flink's Iceberg committer records its
  * job and checkpoint). Committed: a snapshot of the table's current history (the current one
  * and its ancestors) has it.
  */
@@ -256,7 +267,7 @@ final case class IcebergSink(plan: LogicalPlan, target: String, mode: String, qu
     appended.map(LakehouseSinks.sameWrite(kind, _)).getOrElse(super.identity)
 
   override def committed(session: SparkSession, w: WriteCall): Boolean =
-    table(session).flatMap(Reflect.call(_, "table")).exists(IcebergSink.holds(_, w.id))
+    table(session).flatMap(Reflect.call(_, "table")).exists(IcebergSink.holds(_, w.ids.toSet))
 
   override def rollback(session: SparkSession, w: WriteCall): Unit = ()
 
@@ -296,15 +307,19 @@ object IcebergSink {
   }
 
   /** Whether a snapshot of Iceberg table `table` (an `org.apache.iceberg.Table`), the current
-   * one or one of its ancestors, has summary property [[Key]] = `id`. */
-  def holds(table: AnyRef, id: String): Boolean = {
+   * one or one of its ancestors, has summary property [[Key]] = one of `ids` (the write's id,
+   * and the one the earlier numbering gave it: [[WriteCall.ids]]). */
+  def holds(table: AnyRef, ids: Set[String]): Boolean = {
     Reflect.call(table, "refresh")
     var snapshot = Reflect.call(table, "currentSnapshot")
     var found = false
     while (!found && snapshot.isDefined) {
       val s = snapshot.get
       found = Reflect.call(s, "summary").exists {
-        case m: java.util.Map[_, _] => m.get(Key) == id
+        case m: java.util.Map[_, _] => m.get(Key) match {
+          case v: String => ids(v)
+          case _ => false
+        }
         case _ => false
       }
       snapshot = Reflect.call(s, "parentId").flatMap(p => Reflect.call(table, "snapshot", p))

@@ -44,22 +44,32 @@ object WrapRecoveredWrites extends Rule[LogicalPlan] {
 }
 
 /**
- * Exactly-once writes for recovered jobs. With recovery on, each write the job makes is numbered
- * in the order the job runs them (1, 2, ... in every run) and fingerprinted (its sink, target,
- * mode and the stable text of its query, with the listings of the files it reads). Before it
- * runs:
+ * Exactly-once writes for recovered jobs. With recovery on, each write the job makes is
+ * fingerprinted (its sink, target, mode and the stable text of its query, with the listings of
+ * the files it reads) and identified by that fingerprint and its occurrence among the run's writes
+ * with that fingerprint (the 1st, 2nd, ... write of fingerprint F: [[WriteCall]]), not by the
+ * order the run starts its writes in, so that writes started from several threads match in a
+ * resumed run whatever order its threads start them in. Before a write runs:
  *
- *  1. a write that an earlier run recorded as committed under the same number and fingerprint
- *     (`<jobDir>/writes/<n>.<fingerprint>.committed`), or that the sink's own committed state
- *     holds ([[WriteSink.committed]]: this holds when the driver died between the sink's commit
- *     and that record), is skipped: its query is not run, nothing is written;
- *  2. otherwise what an earlier run left of the same write number is undone
+ *  1. a write that an earlier run recorded as committed under the same identity
+ *     (`<jobDir>/writes/<n>.<fingerprint>.<occurrence>.committed`, `n` being its place in the
+ *     order that run started its writes, for people only), or that the sink's own committed
+ *     state holds ([[WriteSink.committed]]: this holds when the driver died between the sink's
+ *     commit and that record), is skipped: its query is not run, nothing is written;
+ *  2. otherwise what earlier runs left half-written in its sink is undone
  *     ([[WriteSink.rollback]]), the start is recorded, and the write runs with its id attached
  *     ([[WriteSink.prepare]]), then is recorded as committed.
  *
  * A sink that keeps no record ([[UncheckedSink]]) that an earlier run started and did not record
  * as committed runs again (at least once), or fails under
  * `spark.fullwindow.recovery.onUncheckedWrite=fail`.
+ *
+ * Job directories written before writes had this identity hold records
+ * `<n>.<fingerprint>.<state>`, `n` the write's place in the start order, and their sinks hold ids
+ * with that number: the records of fingerprint F are read as F's occurrences in the order of
+ * their numbers (the smallest number is occurrence 1, ...), which is what they were when that
+ * run started its writes in a fixed order, and the old ids are checked beside the new ones
+ * ([[WriteCall.legacyNumber]]).
  */
 object RecoveredWrites extends Logging {
   val OnUncheckedWrite = "spark.fullwindow.recovery.onUncheckedWrite"
@@ -70,14 +80,94 @@ object RecoveredWrites extends Logging {
   /** Whether this thread runs a recovered write now (its nested commands are part of it). */
   def inside: Boolean = depth.get > 0
 
-  private final class JobWrites(val records: Set[String]) {
+  /** A record under `<jobDir>/writes/`: write (`fingerprint`, `occurrence`) in `state`,
+    * `number` in the start order of the run that wrote it; `legacy`: a record of the earlier
+    * form `<n>.<fingerprint>.<state>` (its occurrence derived from the numbers). */
+  private[writes] final case class Record(name: String, number: Int, fingerprint: String,
+      occurrence: Int, state: String, legacy: Boolean)
+
+  /** The job's write records, from the names under `<jobDir>/writes/`; hidden files (a local
+    * file system's checksums) and names of no known form are left out. */
+  private[writes] def parseRecords(names: Iterable[String]): Seq[Record] = {
+    def num(t: String) = t.nonEmpty && t.length < 10 && t.forall(_.isDigit)
+    def fp(t: String) = t.length == 24 && t.forall(c => c.isDigit || (c >= 'a' && c <= 'f'))
+    val states = Set("started", "committed")
+    val parsed = names.toSeq.filterNot(_.startsWith(".")).map(n => n -> n.split('.'))
+    val current = parsed.collect {
+      case (n, Array(i, f, k, st)) if num(i) && fp(f) && num(k) && states(st) =>
+        Record(n, i.toInt, f, k.toInt, st, legacy = false)
+    }
+    val old = parsed.collect { case (n, Array(i, f, st)) if num(i) && fp(f) && states(st) =>
+      (n, i.toInt, f, st) }
+    // the earlier form: fingerprint F's records, by number, are F's occurrences 1, 2, ...
+    val ranks = old.groupBy(_._3).map { case (f, rs) =>
+      f -> rs.map(_._2).distinct.sorted.zipWithIndex.map { case (i, r) => i -> (r + 1) }.toMap }
+    current ++ old.map { case (n, i, f, st) => Record(n, i, f, ranks(f)(i), st, legacy = true) }
+  }
+
+  private final class JobWrites(jobDir: String, names: Set[String]) {
     val next = new AtomicInteger(0)
+    val records: Seq[Record] = parseRecords(names)
+    private val states: Map[(String, Int), Set[String]] =
+      records.groupBy(r => (r.fingerprint, r.occurrence)).map { case (k, rs) =>
+        k -> rs.map(_.state).toSet }
+    private val legacy: Map[(String, Int), Int] = records.filter(_.legacy)
+      .map(r => (r.fingerprint, r.occurrence) -> r.number).toMap
+    private val seen = new ConcurrentHashMap[String, AtomicInteger]()
+
+    /** The next occurrence of fingerprint `fp` in this run (1 for its first write). */
+    def occurrence(fp: String): Int =
+      seen.computeIfAbsent(fp, _ => new AtomicInteger(0)).incrementAndGet()
+
+    /** Whether this run has made write (`fp`, `k`) already (or makes it now). */
+    def claimed(fp: String, k: Int): Boolean = Option(seen.get(fp)).exists(_.get >= k)
+
+    def has(fp: String, k: Int, state: String): Boolean =
+      states.get((fp, k)).exists(_.contains(state))
+
+    def legacyNumber(fp: String, k: Int): Option[Int] = legacy.get((fp, k))
+
+    // the sink, target and mode of each committed write (from its record), read when first asked
+    @volatile private var committedTargets: Seq[(Record, String, String)] = _
+
+    /** The committed writes of earlier runs, with the sink and target their records name. */
+    def committedWrites(session: SparkSession): Seq[(Record, String, String)] = {
+      if (committedTargets == null) synchronized {
+        if (committedTargets == null) {
+          val conf = session.sessionState.newHadoopConf()
+          val dir = new Path(jobDir, WritesDir)
+          committedTargets = records.filter(_.state == "committed")
+            .groupBy(r => (r.fingerprint, r.occurrence)).values.map(_.head).toSeq.flatMap { r =>
+              try {
+                val text = FileSink.readText(new Path(dir, r.name), conf)
+                Some((r, field(text, "sink"), field(text, "target")))
+              } catch { case NonFatal(_) => None }
+            }
+        }
+      }
+      committedTargets
+    }
+  }
+
+  /** String field `key` of a record's JSON (written by [[record]]: no nesting). */
+  private def field(json: String, key: String): String = {
+    val at = json.indexOf("\"" + key + "\":\"")
+    if (at < 0) return ""
+    val from = at + key.length + 4
+    val out = new StringBuilder
+    var i = from
+    while (i < json.length && json.charAt(i) != '"') {
+      if (json.charAt(i) == '\\' && i + 1 < json.length) { i += 1 }
+      out.append(json.charAt(i))
+      i += 1
+    }
+    out.toString
   }
 
   private val jobs = new ConcurrentHashMap[String, JobWrites]()
   private val warned = ConcurrentHashMap.newKeySet[String]()
 
-  /** A new run of `jobDir` opened in this driver: its writes are numbered from 1 again. */
+  /** A new run of `jobDir` opened in this driver: its writes are counted from the start. */
   def reset(jobDir: String): Unit = jobs.remove(jobDir)
 
   private def writes(jobDir: String, session: SparkSession): JobWrites =
@@ -86,7 +176,7 @@ object RecoveredWrites extends Logging {
       val fs = dir.getFileSystem(session.sessionState.newHadoopConf())
       val names = try fs.listStatus(dir).map(_.getPath.getName).toSet
         catch { case _: FileNotFoundException => Set.empty[String] }
-      new JobWrites(names)
+      new JobWrites(jobDir, names)
     })
 
   def onUncheckedWrite(conf: SQLConf): String = {
@@ -127,10 +217,12 @@ object RecoveredWrites extends Logging {
     }
 
   /**
-   * Numbers write `sink` (made only when the job is open) in the session's open job and
-   * decides it: skipped (committed by an earlier run: recorded, or held by the sink), refused
-   * (an unchecked sink an earlier run started, under `onUncheckedWrite=fail`), or to run: then
-   * what an earlier run left of it is undone and its start recorded.
+   * Identifies write `sink` (made only when the job is open) in the session's open job (its
+   * fingerprint and its occurrence among this run's writes of that fingerprint) and decides it:
+   * skipped (committed by an earlier run: recorded, or held by the sink), refused (an unchecked
+   * sink an earlier run started, under `onUncheckedWrite=fail`), or to run: then its start is
+   * recorded (what earlier runs left half-written in its sink is undone by the sink:
+   * [[WriteSink.rollback]], or, for files, once the write holds its target).
    */
   def begin(session: SparkSession, sink: => WriteSink): Decision = {
     val conf = session.sessionState.conf
@@ -150,9 +242,11 @@ object RecoveredWrites extends Logging {
     val jw = writes(jobDir, session)
     val n = jw.next.incrementAndGet()
     val jobId = conf.getConfString(HintRecovery.JobId, "").trim
-    val w = WriteCall(jobDir, jobId, n, fingerprint(s))
-    val what = s"write $n of job $jobId (${s.kind}: ${s.target}, ${s.mode})"
-    if (jw.records.contains(s"$n.${w.fingerprint}.committed")) {
+    val fp = fingerprint(s)
+    val k = jw.occurrence(fp)
+    val w = WriteCall(jobDir, jobId, n, fp, k, jw.legacyNumber(fp, k))
+    val what = s"write $n of job $jobId (${s.kind}: ${s.target}, ${s.mode}; ${w.identity})"
+    if (jw.has(fp, k, "committed")) {
       skipped(w, s, what, "an earlier run recorded it as committed")
       return Skipped
     }
@@ -161,13 +255,21 @@ object RecoveredWrites extends Logging {
       skipped(w, s, what, s"the ${s.kind} sink holds its commit")
       return Skipped
     }
-    val earlier = jw.records.filter(r => r.startsWith(s"$n.") && !r.startsWith(s"$n.${w.fingerprint}."))
-    if (earlier.exists(_.endsWith(".committed"))) {
-      logWarning(s"fullwindow recovery: $what: an earlier run committed write $n of this job " +
-        "with another plan, target or input; it runs again, and what the earlier run wrote " +
-        "stays where it was written.")
+    if (!jw.has(fp, k, "started")) {
+      // a write no earlier run made: did one commit a write into the same target that this
+      // run has not made (so far), under another fingerprint (a changed plan or input)?
+      val others = jw.committedWrites(session).collect {
+        case (r, kind, target) if r.fingerprint != fp && kind == s.kind && target == s.target &&
+            !jw.claimed(r.fingerprint, r.occurrence) => s"${r.fingerprint} #${r.occurrence}"
+      }
+      if (others.nonEmpty) {
+        logWarning(s"fullwindow recovery: $what: an earlier run committed a write into this " +
+          s"target with another plan or input (${others.sorted.mkString(", ")}) that this run " +
+          "has not made so far; where this write replaces it (a changed program or input), it " +
+          "runs, and what the earlier run wrote stays where it was written.")
+      }
     }
-    if (!s.checked && jw.records.contains(s"$n.${w.fingerprint}.started")) {
+    if (!s.checked && jw.has(fp, k, "started")) {
       if (mode == "fail") {
         throw new FullWindowAnalysisException("RECOVERY_UNCHECKED_WRITE",
           s"$what: an earlier run of the job started this write and did not record it as " +
@@ -199,7 +301,7 @@ object RecoveredWrites extends Logging {
   }
 
   /** Numbers DataFrame action `kind` (`foreach`, `foreachPartition`) of `df` as an unchecked
-    * write of the session's open job; see [[ActionSink]]. */
+    * write of the session's open job (identified as any write); see [[ActionSink]]. */
   def beginAction(df: SparkShims.Dataset[Row], kind: String, target: String,
       code: String): Action = {
     val session = df.sparkSession
@@ -223,17 +325,22 @@ object RecoveredWrites extends Logging {
     val esc = FullWindowRecoveryListener.escape _
     FullWindowRecoveryListener.post(
       s"""{"type":"$kind","job":"${esc(w.jobDir)}","number":${w.number},""" +
-        s""""writeFingerprint":"${w.fingerprint}","id":"${esc(w.id)}","sink":"${sink.kind}",""" +
+        s""""writeFingerprint":"${w.fingerprint}","occurrence":${w.occurrence},""" +
+        s""""id":"${esc(w.id)}","sink":"${sink.kind}",""" +
         s""""target":"${esc(sink.target)}","mode":"${esc(sink.mode)}",""" +
         s""""reason":"${esc(reason)}"}""")
   }
 
-  /** `<jobDir>/writes/<n>.<fingerprint>.<state>`, made durable before the write goes on. */
+  /** `<jobDir>/writes/<n>.<fingerprint>.<occurrence>.<state>`, made durable before the write
+    * goes on (`n`, the write's place in this run's start order, is for people: a resumed run
+    * finds the write's records by fingerprint and occurrence). */
   private def record(session: SparkSession, w: WriteCall, sink: WriteSink, state: String): Unit = {
     val esc = FullWindowRecoveryListener.escape _
-    val p = new Path(new Path(w.jobDir, WritesDir), s"${w.number}.${w.fingerprint}.$state")
+    val p = new Path(new Path(w.jobDir, WritesDir),
+      s"${w.number}.${w.fingerprint}.${w.occurrence}.$state")
     FileSink.writeText(p,
-      s"""{"number":${w.number},"fingerprint":"${w.fingerprint}","state":"$state",""" +
+      s"""{"number":${w.number},"fingerprint":"${w.fingerprint}",""" +
+        s""""occurrence":${w.occurrence},"state":"$state",""" +
         s""""sink":"${sink.kind}","target":"${esc(sink.target)}","mode":"${esc(sink.mode)}",""" +
         s""""appId":"${esc(session.sparkContext.applicationId)}",""" +
         s""""time":${System.currentTimeMillis()}}""",

@@ -9,20 +9,44 @@ import org.apache.spark.sql.execution.datasources.{InsertIntoDataSourceCommand, 
 import org.apache.spark.sql.fullwindow.shims.SparkShims.SparkSession
 
 /**
- * One write of a recovered job: write number `number` (the job's writes are numbered in the order
- * they run, from 1 in every run) of job `jobId`, whose plan, target and mode have fingerprint
- * `fingerprint`. [[id]] names it in what a sink keeps of its commits (a marker, a table's
- * transaction id, a snapshot property): the same write of another run has the same id; another
- * write, or the same number with another fingerprint (a changed program or input), has another.
+ * One write of a recovered job, identified by its fingerprint (`fingerprint`: its sink, target,
+ * mode and plan) and its occurrence among the job's writes with that fingerprint
+ * (`occurrence`: the 1st, 2nd, ... write of the run with that fingerprint), not by the order the
+ * run starts its writes in: writes started from several threads, in another order on a resume,
+ * keep their identities. `number` is the write's place in the order this run started its writes
+ * (1, 2, ...): for logs, records and status only.
+ *
+ * [[id]] names the write in what a sink keeps of its commits (a marker, a Delta transaction id,
+ * an Iceberg snapshot property): the same write of another run has the same id; another write,
+ * or the same one with another fingerprint (a changed program or input), has another.
+ *
+ * `legacyNumber`: in a job directory an earlier version of fullwindow wrote (writes numbered in
+ * start order, ids `<job>.<number>.<fingerprint>`), the number that version gave this write
+ * (its `n`-th recorded write of this fingerprint is occurrence `n`); [[legacyId]] is the id its
+ * sinks hold for it.
  */
-final case class WriteCall(jobDir: String, jobId: String, number: Int, fingerprint: String) {
-  def id: String = s"${WriteCall.safe(jobId)}.$number.$fingerprint"
+final case class WriteCall(jobDir: String, jobId: String, number: Int, fingerprint: String,
+    occurrence: Int, legacyNumber: Option[Int] = None) {
+  def id: String = s"${jobPrefix}$fingerprint.$occurrence"
 
-  /** What every id of this job's write `number` starts with, whatever its fingerprint. */
-  def numberPrefix: String = s"${WriteCall.safe(jobId)}.$number."
+  /** The id an earlier version of fullwindow gave this write (see `legacyNumber`). */
+  def legacyId: Option[String] = legacyNumber.map(n => s"$jobPrefix$n.$fingerprint")
+
+  /** Every id the sinks may hold for this write: [[id]], and [[legacyId]] where there is one. */
+  def ids: Seq[String] = id +: legacyId.toSeq
+
+  /** What every id of this job's writes starts with, whatever the write (and whether the id is
+    * of this version's form or of the legacy one). */
+  def jobPrefix: String = WriteCall.jobPrefix(jobId)
+
+  /** The write in messages: `write 3 of job nightly` and its identity. */
+  def identity: String = s"fingerprint $fingerprint, occurrence $occurrence"
 }
 
 object WriteCall {
+  /** What every sink id of job `jobId`'s writes starts with. */
+  def jobPrefix(jobId: String): String = safe(jobId) + "."
+
   /** `text` as a name part: letters, digits, `-` and `_` kept, the rest `_`, then a short hash
     * of the whole (two job ids that differ only in other characters stay apart). */
   def safe(text: String): String = {
@@ -64,8 +88,9 @@ trait WriteSink {
   /** Whether the sink's committed state holds write `w`. */
   def committed(session: SparkSession, w: WriteCall): Boolean
 
-  /** Undoes what an earlier run left of write number `w.number` (under any fingerprint) that
-    * never committed; called before the write runs. */
+  /** Undoes what an earlier run left half-written in the sink (of this write, or of any other
+    * write of the job into the same target that never committed: a dead run's write, whatever
+    * its identity); called before the write runs. */
   def rollback(session: SparkSession, w: WriteCall): Unit
 
   /** The write command to run for `w` (with its id attached), and session settings to hold
