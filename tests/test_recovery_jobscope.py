@@ -94,10 +94,35 @@ def _killed_midway(tmp_path, reference, aqe: str) -> None:
     job.run("r3")
     assert job.output() == reference
     assert job.ran("A", "r3") == [] and job.ran("U", "r3") == []
+    return job, slow
 
 
 def test_killed_midway_through_a_map_stage(tmp_path, reference):
-    _killed_midway(tmp_path, reference, "true")
+    from fullwindow.recovery import status
+    from fullwindow.recovery._status import render
+
+    job, slow = _killed_midway(tmp_path, reference, "true")
+    # recovery status lists the job's shuffles: map tasks kept of all, stable, the query
+    st = status(job.dir, job.name)
+    shuffles = {op["fingerprint"]: op for op in st["operations"] if op["operation"] == "shuffle"}
+    assert len(shuffles) == 3 and all(op["intact"] for op in shuffles.values())
+    assert shuffles[slow]["committed"] == shuffles[slow]["partitions"] == 4
+    assert shuffles[slow]["stable"] is True and shuffles[slow]["query"]
+    assert "map tasks of query" in render(st)
+
+    # a changed input (dims rewritten: the same rows in a file of another name): the shuffles that read it, and
+    # the slow one above the join, are computed again; facts' shuffle is still read back
+    import shutil
+
+    dims = os.path.join(job.input, "dims")
+    src = os.path.join(dims, "part-0.parquet")
+    shutil.copy(src, src + ".tmp")
+    os.replace(src + ".tmp", os.path.join(dims, "part-1.parquet"))
+    os.remove(src)
+    job.run("r4")
+    assert job.output() == reference
+    assert job.ran("A", "r4") == []
+    assert job.ran("U", "r4") == PARTS
 
 
 def test_killed_midway_without_adaptive_execution(tmp_path, reference):

@@ -56,15 +56,26 @@ object JobShuffles extends Logging {
 
   private val recorded = new ConcurrentHashMap[String, ConcurrentHashMap[String, Recorded]]()
 
-  def put(jobDir: String, fp: String, r: Recorded): Unit =
+  def put(jobDir: String, fp: String, r: Recorded): Unit = {
     recorded.computeIfAbsent(jobDir, _ => new ConcurrentHashMap[String, Recorded]()).put(fp, r)
+    presentOf.remove((jobDir, fp))
+  }
 
   def get(jobDir: String, fp: String): Option[Recorded] =
     Option(recorded.get(jobDir)).flatMap(m => Option(m.get(fp)))
 
-  def forget(jobDir: String, fp: String): Unit = Option(recorded.get(jobDir)).foreach(_.remove(fp))
+  // (job, fp) -> its kept maps found intact: listed once per run, not at every planning round
+  private val presentOf = new ConcurrentHashMap[(String, String), Map[Int, KeptMap]]()
 
-  def forget(jobDir: String): Unit = recorded.remove(jobDir)
+  def forget(jobDir: String, fp: String): Unit = {
+    Option(recorded.get(jobDir)).foreach(_.remove(fp))
+    presentOf.remove((jobDir, fp))
+  }
+
+  def forget(jobDir: String): Unit = {
+    recorded.remove(jobDir)
+    presentOf.keySet().removeIf(_._1 == jobDir)
+  }
 
   /** The job directory whole-job recovery keeps shuffles for in this session now, if any. */
   def activeJob(conf: SQLConf): Option[String] = {
@@ -183,15 +194,27 @@ object JobShuffles extends Logging {
    * earlier run kept all its map outputs, else committing (reusing the kept maps of a stable
    * shuffle). Left alone when it cannot be fingerprinted.
    */
-  def keep(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan = {
+  def keep(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan =
+    try decide(e, jobDir, codec)
+    catch {
+      case NonFatal(err) =>
+        logWarning(s"fullwindow recovery: a shuffle of job $jobDir is not kept (it runs as " +
+          "usual, and is computed again after a crash)", err)
+        e
+    }
+
+  private def decide(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan = {
     if (SparkShims.isPipelined(e)) return e
+    val hadoopConf = org.apache.spark.SparkContext.getActive.map(_.hadoopConfiguration)
+      .getOrElse(return e)
     val (fp, stable) = fingerprint(e).getOrElse(return e)
     val vertex = vertexOf(fp)
     val n = e.outputPartitioning.numPartitions
     val dir = s"${jobDir.stripSuffix("/")}/shuffles/$fp"
-    val hadoopConf = e.session.sparkContext.hadoopConfiguration
     val rec = get(jobDir, fp).filter(_.layout.startsWith(reducePart(n, codec)))
-    val kept = rec.map(r => present(r, hadoopConf)).getOrElse(Map.empty)
+    val kept = rec.map { r =>
+      presentOf.computeIfAbsent((jobDir, fp), _ => present(r, hadoopConf))
+    }.getOrElse(Map.empty)
     val complete = rec.exists { r =>
       r.numMaps > 0 && (0 until r.numMaps).forall(kept.contains) &&
         (stable || kept.values.map(_.generation).toSet.size == 1)
