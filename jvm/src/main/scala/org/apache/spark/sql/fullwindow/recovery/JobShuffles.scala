@@ -79,8 +79,9 @@ object JobShuffles extends Logging {
 
   /** The job directory whole-job recovery keeps shuffles for in this session now, if any. */
   def activeJob(conf: SQLConf): Option[String] = {
+    val job = HintRecovery.jobDir(conf).getOrElse(return None)  // recovery off: nothing checked
     if (scope(conf) != "job") return None
-    HintRecovery.jobDir(conf).filter(FullWindowRecoveryJobs.isOpen).filter { _ =>
+    Some(job).filter(FullWindowRecoveryJobs.isOpen).filter { _ =>
       SparkEnv.get != null &&
         SparkShims.blockingShuffleManager(SparkEnv.get).isInstanceOf[SortShuffleManager] &&
         conf.getConfString(CommittedShuffleInput.EnabledKey, "true").trim.toBoolean
