@@ -145,11 +145,11 @@ object JobShuffles extends Logging {
       print(m.relation.cachedPlan).map(c => Print(nodeText(m) + "\ncached:\n" + c.text, c.stable))
     case f: FileSourceScanExec =>
       InputFingerprint.ofRelationIndex(f.relation.location, f.relation.options.get("path"))
-        .map(i => Print(nodeText(f) + s"\nfiles ${i.root} ${i.digest}", stable = true))
+        .flatMap(i => withSubqueries(f, Print(nodeText(f) + s"\nfiles ${i.root} ${i.digest}", true)))
     case b: BatchScanExec => b.scan match {
       case fs: FileScan =>
         InputFingerprint.ofRelationIndex(fs.fileIndex, None)
-          .map(i => Print(nodeText(b) + s"\nfiles ${i.root} ${i.digest}", stable = true))
+          .flatMap(i => withSubqueries(b, Print(nodeText(b) + s"\nfiles ${i.root} ${i.digest}", true)))
       case _ => None
     }
     case l: LocalTableScanExec =>
@@ -170,6 +170,15 @@ object JobShuffles extends Logging {
             kids.flatten.map(_.text)).mkString("\n"),
           det && subs.flatten.forall(_.stable) && kids.flatten.forall(_.stable)))
       }
+  }
+
+  /** A scan's print with the prints of its subqueries (dynamic partition pruning, runtime
+    * filters: what they select decides which rows it reads). */
+  private def withSubqueries(scan: SparkPlan, own: Print): Option[Print] = {
+    val subs = scan.subqueries.map(print)
+    if (subs.exists(_.isEmpty)) None
+    else Some(Print((own.text +: subs.flatten.map("subquery " + _.text)).mkString("\n"),
+      own.stable && subs.flatten.forall(_.stable)))
   }
 
   // ---- decisions ----------------------------------------------------------------------------
