@@ -14,8 +14,8 @@ SLOW                   seconds the slow UDF sleeps once per task
 AQE                    "false": spark.sql.adaptive.enabled=false
 MODE                   "plain": the slow step over a hash shuffle join; "roundrobin": a
                        round-robin ``repartition(4)`` before the slow step (an indeterminate
-                       shuffle: kept whole or computed whole); "rand": a non-deterministic
-                       filter (``rand(7) >= 0``, every row kept) in the slow stage
+                       shuffle: kept whole or computed whole); "nondeterministic": the slow UDF
+                       marked non-deterministic (its shuffle too is kept whole or computed whole)
 
 The job: facts pass a Python UDF (marker ``A``), are joined with dims (a shuffle join: both
 sides hash-shuffled), pass a slow Python UDF (marker ``U``, in the map stage of the next
@@ -76,8 +76,8 @@ def main():
     joined = facts.withColumn("v", tag("v")).join(dims, "k")
     if os.environ.get("MODE") == "roundrobin":
         joined = joined.repartition(4)
-    elif os.environ.get("MODE") == "rand":  # a non-deterministic expression (keeps every row)
-        joined = joined.where(F.rand(7) >= 0)
+    elif os.environ.get("MODE") == "nondeterministic":
+        slow = slow.asNondeterministic()
     out = (joined.withColumn("w", slow("v"))
            .groupBy("name").agg(F.sum("w").alias("total"), F.count("*").alias("n")))
     out.write.mode("overwrite").parquet(os.environ["OUT"])

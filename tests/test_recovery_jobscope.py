@@ -129,10 +129,10 @@ def test_killed_midway_without_adaptive_execution(tmp_path, reference):
     _killed_midway(tmp_path, reference, "false")
 
 
-@pytest.mark.parametrize("mode", ["roundrobin", "rand"])
+@pytest.mark.parametrize("mode", ["roundrobin", "nondeterministic"])
 def test_unstable_shuffle_is_kept_whole_or_computed_whole(tmp_path, reference, mode):
     """A round-robin repartition under the slow stage (that shuffle and the slow one above it
-    are unstable), or a non-deterministic filter in the slow stage: the slow shuffle partly kept
+    are unstable), or the slow UDF marked non-deterministic: the slow shuffle partly kept
     is computed whole on the resume (rows from two runs never mix), then, kept whole, read
     back."""
     job = Job(tmp_path, mode, mode=mode)
