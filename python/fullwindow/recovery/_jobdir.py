@@ -32,7 +32,7 @@ def job_events(directory: str, job_id: str, spark: Any = None) -> List[Dict[str,
 
 
 class _Vertex:
-    __slots__ = ("num_partitions", "layout", "reads", "finished", "operator")
+    __slots__ = ("num_partitions", "layout", "reads", "finished", "operator", "stable", "query")
 
     def __init__(self) -> None:
         self.num_partitions: Optional[int] = None
@@ -40,6 +40,10 @@ class _Vertex:
         self.reads: List[str] = []  # what each shuffle read of its stage reads (layout text)
         self.finished: Dict[int, Dict[str, Any]] = {}
         self.operator: Optional[str] = None
+        #: a job's shuffle (whole-job recovery): whether its map side is determinate, and the
+        #: query that last computed it
+        self.stable: bool = True
+        self.query: Optional[str] = None
 
 
 def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
@@ -66,6 +70,9 @@ def recovery_state(events: List[Dict[str, Any]]) -> Dict[str, _Vertex]:
             reads = e.get("reads")
             v.reads = [str(r) for r in reads] if isinstance(reads, list) else []
             v.operator = e.get("operator")
+            v.stable = e.get("stable") is not False
+            if e.get("query") is not None:
+                v.query = str(e.get("query"))
         elif kind == "taskFinished":
             p = e.get("partition")
             if isinstance(p, int) and (v.num_partitions is None or 0 <= p < v.num_partitions) \

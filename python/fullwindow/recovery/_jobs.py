@@ -377,6 +377,8 @@ def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
                 continue
         n = v.num_partitions if isinstance(v.num_partitions, int) else -1
         fw.recoveryVertex(job.job_dir, fp, n, v.layout or "", "\n".join(rows))
+        if v.operator == "shuffle" and fp.startswith("shuffle:"):
+            _share_shuffle(fw, job, fp, v)
     # what earlier runs recorded about each operation's inputs, where a changed input is found
     # (for DataFrame and SQL hint operations alike: recovery/InputFingerprint.scala)
     lines = []
@@ -391,6 +393,22 @@ def _share_with_jvm(spark: Any, fw: Any, job: _Job) -> None:
                 continue
     if lines:
         fw.recordedInputs(job.job_dir, "\n".join(lines))
+
+
+def _share_shuffle(fw: Any, job: _Job, vertex: str, v: _Vertex) -> None:
+    """Puts what earlier runs kept of one of the job's shuffles (whole-job recovery,
+    ``spark.fullwindow.recovery.scope=job``) into the JVM, where the query planner decides to
+    read it back, reuse its kept map outputs or compute it (recovery/JobShuffles.scala)."""
+    rows = []
+    for m, e in sorted(v.finished.items()):
+        try:
+            rows.append("\t".join([str(int(m)), _one_line(str(e.get("generation", ""))),
+                                   str(int(e["bytes"])), str(int(e["indexBytes"])),
+                                   _one_line(str(e["path"])), _one_line(str(e["indexPath"]))]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    n = v.num_partitions if isinstance(v.num_partitions, int) else -1
+    fw.recoveryShuffle(job.job_dir, vertex, n, v.layout or "", bool(v.stable), "\n".join(rows))
 
 
 _runtime = _Runtime()

@@ -84,7 +84,10 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
          "problems": []}
 
     Committed shuffle inputs of an operation appear as operations too (``operation`` is
-    ``shuffle input``, fingerprint ``<operation's>/input<k>``). ``intact`` checks that each
+    ``shuffle input``, fingerprint ``<operation's>/input<k>``), and so do the shuffles of every
+    query with ``spark.fullwindow.recovery.scope=job`` (``operation`` ``shuffle``, fingerprint
+    ``shuffle:<fp>``, partitions its map tasks, with ``stable`` and the ``query`` that computed
+    it). ``intact`` checks that each
     committed file is there with its recorded size; with ``crc=True`` (what :func:`verify` does)
     its CRC32 too. A Hadoop file system URI needs ``spark`` (or an active session).
 
@@ -135,10 +138,13 @@ def status(directory: str, job_id: str, spark: Any = None, crc: bool = False) ->
             problem = _check(fs, e, crc, sizes)
             if problem is not None:
                 damaged[p] = problem
-        out["operations"].append({
+        entry = {
             "fingerprint": fp, "operation": v.operator, "partitions": v.num_partitions,
             "committed": len(v.finished), "bytes": total, "runs": runs,
-            "intact": not damaged, "damaged": damaged})
+            "intact": not damaged, "damaged": damaged}
+        if v.operator == "shuffle":  # a job's shuffle (scope=job): its map tasks, its query
+            entry.update(stable=v.stable, query=v.query)
+        out["operations"].append(entry)
     out["writes"] = _writes(fs, job_dir, events)
     return out
 
@@ -251,6 +257,9 @@ def render(st: Dict[str, Any]) -> str:
                      f"{op['committed']:>4} / {n if n is not None else '?':<3} "
                      f"{_human(op['bytes']):>10}  {'intact ' if op['intact'] else 'DAMAGED'} "
                      f"{runs}")
+        if op["operation"] == "shuffle":
+            lines.append(f"    map tasks of query {op.get('query') or '?'}"
+                         + ("" if op.get("stable", True) else " (indeterminate: kept whole)"))
         for p, why in sorted(op["damaged"].items()):
             lines.append(f"    partition {p}: {why}")
     if st.get("writes"):

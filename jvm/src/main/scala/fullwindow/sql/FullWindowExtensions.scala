@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.fullwindow.FullWindowStrategy
 import org.apache.spark.sql.fullwindow.recovery.writes.WrapRecoveredWrites
 import org.apache.spark.sql.fullwindow.shims.SparkShims
-import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, FullWindowColumnarRule, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, ResolveFullWindowHint}
+import org.apache.spark.sql.fullwindow.rules.{ApplyFullWindowHint, FullWindowColumnarRule, CheckFullWindowRuntimeMode, CommitFullWindowInputs, DropUnusedFullWindowHint, KeepJobShuffles, KeepJobShufflesColumnar, ResolveFullWindowHint}
 
 /**
  * Registers fullwindow with a SparkSession:
@@ -21,6 +21,8 @@ class FullWindowExtensions extends (SparkSessionExtensions => Unit) {
     ext.injectCheckRule(session => new CheckFullWindowRuntimeMode(session))
     ext.injectPlannerStrategy(_ => FullWindowStrategy)
     ext.injectQueryStagePrepRule(_ => CommitFullWindowInputs)
+    ext.injectQueryStagePrepRule(_ => KeepJobShuffles)
     ext.injectColumnar(_ => FullWindowColumnarRule)
+    ext.injectColumnar(_ => KeepJobShufflesColumnar)
   }
 }

@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.fullwindow.execution.{FullWindowCombineInputExec, KeyedPython}
-import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, InputFingerprint, RecoveryFence}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedInput, CommittedRows, FullWindowRecoveryJobs, FullWindowRecoveryListener, InputFingerprint, JobShuffles, RecoveryFence}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.fullwindow.shims.SparkShims.{Dataset, SparkSession}
 import org.apache.spark.sql.fullwindow.logical.{FullWindowCoGroup, FullWindowCombineKey, FullWindowCommit, FullWindowRecoveredScan, FullWindowKeyedPythonPartition, FullWindowPartitionKey, FullWindowPythonPartition, FullWindowSortPartition, KeyedRunningPython}
@@ -401,6 +401,17 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
       layout, lines(finished).map { line =>
         val Array(p, bytes, crc, path) = line.split("\t", 4)
         p.toInt -> FullWindowRecoveryJobs.Finished(path, bytes.toLong, crc.toLong)
+      }.toMap))
+
+  /** What earlier runs of job `jobDir` kept of shuffle vertex `vertex` (`shuffle:<fp>`, whole-job
+    * recovery): its map count, layout, stability, and one line per kept map output,
+    * `mapIndex TAB generation TAB dataBytes TAB indexBytes TAB data TAB index` (not verified). */
+  def recoveryShuffle(jobDir: String, vertex: String, numMaps: Int, layout: String,
+      stable: Boolean, maps: String): Unit =
+    JobShuffles.put(jobDir, vertex.stripPrefix(JobShuffles.Operator + ":"),
+      JobShuffles.Recorded(numMaps, layout, stable, lines(maps).map { line =>
+        val Array(m, gen, bytes, indexBytes, data, index) = line.split("\t", 6)
+        m.toInt -> JobShuffles.KeptMap(m.toInt, gen, data, bytes.toLong, index, indexBytes.toLong)
       }.toMap))
 
   /** `text` split at newlines (none: an empty array): how Python hands over a list of strings

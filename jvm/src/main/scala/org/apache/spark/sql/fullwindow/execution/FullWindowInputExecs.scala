@@ -15,22 +15,34 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{LeafExecNode, ShufflePartitionSpec, ShuffledRowRDD, SparkPlan, UnsafeRowSerializer}
 import org.apache.spark.sql.execution.exchange.{ShuffleExchangeExec, ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleWriteMetricsReporter}
-import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, CommittedShuffleInput, CommittingShuffleWriteProcessor, FullWindowRecoveryListener}
+import org.apache.spark.sql.fullwindow.recovery.{CommittedRows, CommittedShuffleInput, CommittingShuffleWriteProcessor, FullWindowRecoveryListener, InputFingerprint, JobShuffles}
 import org.apache.spark.storage.ShuffleBlockId
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
 /**
- * Recovery: Spark's shuffle `delegate` (the `input`-th shuffle read by a committed full-window
- * operation's stage), whose map tasks also commit their output files under `operatorDir/input<i>` (see
- * [[CommittingShuffleWriteProcessor]]), so that a later run of the job can read this input back
- * instead of running everything upstream of it again. Everything else is the delegate's.
+ * Recovery: Spark's shuffle `delegate` whose map tasks also commit their output files under
+ * `commitDir` (see [[CommittingShuffleWriteProcessor]]) as vertex `vertex` of job `jobDir`, so
+ * that a later run of the job can read it back instead of running everything upstream of it
+ * again. Two kinds (`operator`): `shuffle input`, the `i`-th shuffle read by a committed
+ * full-window operation's stage (committed under `<operatorDir>/input<i>`); `shuffle`, any
+ * shuffle of a job kept whole (`spark.fullwindow.recovery.scope=job`, [[JobShuffles]]): then
+ * `kept` are the map outputs (map index, data file, index file) an earlier run kept, given to
+ * the shuffle writer as those map tasks' output instead of computing their upstream, when the
+ * map side is laid out as it was then (`recordedLayout`); `stable`: whether its map side is
+ * determinate (see [[JobShuffles]]); `resetFirst`: what earlier runs kept of this unstable
+ * shuffle is voided before it is computed whole. Everything else is the delegate's.
  */
 case class FullWindowCommittingExchangeExec(
     delegate: ShuffleExchangeExec,
     vertex: String,
-    operatorDir: String,
-    input: Int,
-    codec: String) extends ShuffleExchangeLike {
+    commitDir: String,
+    jobDir: String,
+    operator: String,
+    codec: String,
+    kept: Seq[(Int, String, String)] = Nil,
+    recordedLayout: String = "",
+    stable: Boolean = true,
+    resetFirst: Boolean = false) extends ShuffleExchangeLike {
 
   override def nodeName: String = "Exchange"
   override def child: SparkPlan = delegate.child
@@ -39,7 +51,8 @@ case class FullWindowCommittingExchangeExec(
   override def shuffleOrigin: ShuffleOrigin = delegate.shuffleOrigin
   override def advisoryPartitionSize: Option[Long] = delegate.advisoryPartitionSize
   override def simpleString(maxFields: Int): String =
-    s"${delegate.simpleString(maxFields)}, committed as $vertex"
+    s"${delegate.simpleString(maxFields)}, committed as $vertex" +
+      (if (kept.nonEmpty) s" (${kept.size} map outputs kept)" else "")
   override lazy val metrics: Map[String, SQLMetric] = delegate.metrics
 
   private def writeMetrics: Map[String, SQLMetric] = metrics.filter { case (k, _) =>
@@ -48,21 +61,55 @@ case class FullWindowCommittingExchangeExec(
       k == SQLShuffleWriteMetricsReporter.SHUFFLE_WRITE_TIME
   }
 
+  /** The map outputs reused from an earlier run (map index -> data and index file), decided
+    * when the shuffle dependency is made. */
+  @transient private var reusedMaps: Map[Int, (String, String)] = Map.empty
+
   @transient lazy val shuffleDependency: ShuffleDependency[Int, InternalRow, InternalRow] = {
     val base = ShuffleExchangeExec.prepareShuffleDependency(delegate.inputRDD, child.output,
       outputPartitioning, new UnsafeRowSerializer(child.output.size, longMetric("dataSize")),
       writeMetrics)
     val numMaps = base.rdd.getNumPartitions
-    val layout = s"n=${base.partitioner.numPartitions};$codec"
-    val inputDir = s"${operatorDir.stripSuffix("/")}/input$input"
-    FullWindowRecoveryListener.postVertexInitialized(vertex, "shuffle input", numMaps, layout,
-      Nil, FullWindowCommitExec.jobDirOf(operatorDir), 0, Nil)
+    val n = base.partitioner.numPartitions
+    val esc = FullWindowRecoveryListener.escape _
+    val whole = operator == JobShuffles.Operator
+    val layout =
+      if (!whole) s"n=$n;$codec"
+      else s"${JobShuffles.reducePart(n, codec)}maps=$numMaps;reads=" +
+        InputFingerprint.sha(FullWindowCommitExec.layoutParts(child)
+          .map(_.replaceAll("^exchange\\(", "stage(")).mkString(",")).take(16)
+    val generation = java.util.UUID.randomUUID().toString.take(12)
+    if (whole && resetFirst) {
+      JobShuffles.forget(jobDir, vertex.stripPrefix(JobShuffles.Operator + ":"))
+      FullWindowRecoveryListener.post(
+        s"""{"type":"vertexReset","fingerprint":"${esc(vertex)}","operator":"${esc(operator)}",""" +
+          s""""job":"${esc(jobDir)}","reason":"unstable shuffle computed again whole"}""")
+    }
+    reusedMaps = if (whole && recordedLayout == layout) kept.map(k => k._1 -> (k._2, k._3)).toMap
+      else Map.empty
+    val extra = if (!whole) "" else {
+      val sc = sparkContext
+      val execution = Option(sc.getLocalProperty("spark.sql.execution.id")).getOrElse("")
+      val query = Option(sc.getLocalProperty("spark.job.description"))
+        .orElse(Option(sc.getLocalProperty("callSite.short")))
+        .getOrElse(if (execution.isEmpty) "" else s"SQL execution $execution")
+      s""","stable":$stable,"generation":"$generation","query":"${esc(query)}",""" +
+        s""""executionId":"${esc(execution)}",""" +
+        s""""reused":${reusedMaps.size}"""
+    }
+    FullWindowRecoveryListener.postVertexInitialized(vertex, operator, numMaps, layout,
+      Nil, jobDir, reusedMaps.size, Nil, extra)
     val acc = new CollectionAccumulator[String]
     sparkContext.register(acc, FullWindowRecoveryListener.AccumulatorName)
     val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
-    val processor = new CommittingShuffleWriteProcessor(writeMetrics, vertex, layout, inputDir,
-      FullWindowRecoveryListener.escape(FullWindowCommitExec.jobDirOf(operatorDir)), conf, acc)
-    new ShuffleDependency[Int, InternalRow, InternalRow](base.rdd, base.partitioner,
+    val processor = new CommittingShuffleWriteProcessor(writeMetrics, vertex, layout, commitDir,
+      esc(jobDir), conf, acc, operator,
+      if (whole) s""","generation":"$generation"""" else "", reusedMaps.keySet)
+    val rdd =
+      if (reusedMaps.isEmpty) base.rdd
+      else new KeptMapsRDD(base.rdd.asInstanceOf[RDD[Product2[Int, InternalRow]]], reusedMaps, n,
+        child.output.size, conf)
+    new ShuffleDependency[Int, InternalRow, InternalRow](rdd, base.partitioner,
       base.serializer, None, None, false, processor)
   }
 
@@ -102,7 +149,8 @@ case class FullWindowCommittedInputExec(
     readPart: String,
     ranges: Seq[(Int, Int)],
     output: Seq[Attribute],
-    override val outputPartitioning: Partitioning) extends LeafExecNode {
+    override val outputPartitioning: Partitioning,
+    stable: Boolean = true) extends LeafExecNode {
 
   override def nodeName: String = "FullWindowCommittedInput"
   override def simpleString(maxFields: Int): String =
@@ -160,4 +208,29 @@ class CommittedInputRDD(
       serializer.deserializeStream(open).asKeyValueIterator.map(_._2.asInstanceOf[InternalRow])
     }
   }
+}
+
+/**
+ * The map side of a shuffle partly kept by an earlier run: map task `i` gives the shuffle
+ * writer its kept output's `(shuffle partition, row)` pairs when `kept` has it (nothing of its
+ * parent's partition is computed), else its parent's. See [[FullWindowCommittingExchangeExec]].
+ */
+class KeptMapsRDD(
+    parent: RDD[Product2[Int, InternalRow]],
+    kept: Map[Int, (String, String)],
+    numPartitions: Int,
+    numFields: Int,
+    conf: Broadcast[SerializableConfiguration]) extends RDD[Product2[Int, InternalRow]](parent) {
+
+  override protected def getPartitions: Array[Partition] = firstParent[Product2[Int, InternalRow]].partitions
+
+  override protected def getPreferredLocations(split: Partition): Seq[String] =
+    firstParent[Product2[Int, InternalRow]].preferredLocations(split)
+
+  override def compute(split: Partition, context: TaskContext): Iterator[Product2[Int, InternalRow]] =
+    kept.get(split.index) match {
+      case Some((data, index)) =>
+        CommittedShuffleInput.readMap(data, index, numPartitions, numFields, conf.value.value, context)
+      case None => firstParent[Product2[Int, InternalRow]].iterator(split, context)
+    }
 }

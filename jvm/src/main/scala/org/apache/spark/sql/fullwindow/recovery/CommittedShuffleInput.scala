@@ -11,10 +11,14 @@ import org.apache.hadoop.fs.Path
 
 import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.network.util.LimitedInputStream
 import org.apache.spark.shuffle.ShuffleWriteMetricsReporter
 import org.apache.spark.shuffle.sort.SortShuffleManager
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.UnsafeRowSerializer
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLShuffleWriteMetricsReporter}
 import org.apache.spark.sql.fullwindow.shims.{CommitAfterShuffleWrite, SparkShims}
+import org.apache.spark.storage.ShuffleBlockId
 import org.apache.spark.util.{CollectionAccumulator, SerializableConfiguration}
 
 /**
@@ -77,6 +81,31 @@ object CommittedShuffleInput {
     val p = new Path(path)
     val in = new DataInputStream(new BufferedInputStream(CommittedRows.fileSystem(p, hadoopConf).open(p)))
     try Array.fill(numPartitions + 1)(in.readLong()) finally in.close()
+  }
+
+  /**
+   * The rows of one kept map output (data file `data`, index file `index`, `numPartitions`
+   * shuffle partitions, rows of `numFields` fields), as the `(shuffle partition, row)` pairs
+   * its map task gave the shuffle writer; rows copied (the writer may buffer them).
+   */
+  def readMap(data: String, index: String, numPartitions: Int, numFields: Int,
+      hadoopConf: Configuration, context: TaskContext): Iterator[Product2[Int, InternalRow]] = {
+    val offsets = readOffsets(index, numPartitions, hadoopConf)
+    val serializer = new UnsafeRowSerializer(numFields).newInstance()
+    val serializerManager = SparkEnv.get.serializerManager
+    var open: InputStream = null
+    context.addTaskCompletionListener[Unit] { _ => if (open != null) open.close() }
+    (0 until numPartitions).iterator.filter(j => offsets(j + 1) > offsets(j)).flatMap { j =>
+      if (open != null) open.close()
+      val path = new Path(data)
+      val in = CommittedRows.fileSystem(path, hadoopConf).open(path)
+      in.seek(offsets(j))
+      open = serializerManager.wrapStream(ShuffleBlockId(0, 0, j),
+        new BufferedInputStream(new LimitedInputStream(in, offsets(j + 1) - offsets(j)), 1 << 16))
+      serializer.deserializeStream(open).asKeyValueIterator.map { kv =>
+        (j, kv._2.asInstanceOf[InternalRow].copy())
+      }
+    }
   }
 
   final case class Placed(path: String, bytes: Long, crc: Long)
@@ -143,7 +172,10 @@ class CommittingShuffleWriteProcessor(
     inputDir: String,
     jobDirJson: String,
     conf: Broadcast[SerializableConfiguration],
-    acc: CollectionAccumulator[String]) extends CommitAfterShuffleWrite {
+    acc: CollectionAccumulator[String],
+    operator: String = "shuffle input",
+    extraJson: String = "",
+    alreadyKept: Set[Int] = Set.empty) extends CommitAfterShuffleWrite {
 
   override def createMetricsReporter(context: TaskContext): ShuffleWriteMetricsReporter =
     new SQLShuffleWriteMetricsReporter(context.taskMetrics().shuffleWriteMetrics, writeMetrics)
@@ -153,6 +185,7 @@ class CommittingShuffleWriteProcessor(
       mapId: Long,
       mapIndex: Int,
       context: TaskContext): Unit = {
+    if (alreadyKept.contains(mapIndex)) return  // written from its kept output: kept already
     SparkShims.shuffleManagerFor(SparkEnv.get, dep) match {
       case sort: SortShuffleManager =>
         val resolver = sort.shuffleBlockResolver
@@ -168,10 +201,10 @@ class CommittingShuffleWriteProcessor(
             val idx = CommittedShuffleInput.place(index, new Path(s"$dir/$name.index"), hadoopConf)
             val esc = FullWindowRecoveryListener.escape _
             acc.add(s"""{"type":"taskFinished","fingerprint":"${esc(vertex)}",""" +
-              s""""operator":"shuffle input","partition":$mapIndex,"layout":"${esc(layout)}",""" +
+              s""""operator":"${esc(operator)}","partition":$mapIndex,"layout":"${esc(layout)}",""" +
               s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
               s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
-              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}""")
+              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}$extraJson""")
           }
         } catch {
           case NonFatal(e) =>

@@ -26,6 +26,7 @@ object FullWindowRecoveryJobs {
     jobs.remove(jobDir)
     writes.RecoveredWrites.reset(jobDir)
     InputFingerprint.forget(jobDir)
+    JobShuffles.forget(jobDir)
     RecoveryFence.clear(jobDir)
   }
 

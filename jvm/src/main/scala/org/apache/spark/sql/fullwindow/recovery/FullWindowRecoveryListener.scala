@@ -59,12 +59,12 @@ object FullWindowRecoveryListener {
    */
   def postVertexInitialized(fingerprint: String, operator: String, numPartitions: Int,
       layout: String, reads: Seq[String], jobDir: String, recovered: Int,
-      inputs: Seq[String]): Unit = {
+      inputs: Seq[String], extraJson: String = ""): Unit = {
     def list(xs: Seq[String]) = xs.map(x => "\"" + escape(x) + "\"").mkString("[", ",", "]")
     post(s"""{"type":"vertexInitialized","fingerprint":"${escape(fingerprint)}",""" +
       s""""operator":"${escape(operator)}","numPartitions":$numPartitions,""" +
       s""""layout":"${escape(layout)}","reads":${list(reads)},"job":"${escape(jobDir)}",""" +
-      s""""recovered":$recovered,"inputs":${list(inputs)},""" +
+      s""""recovered":$recovered,"inputs":${list(inputs)}$extraJson,""" +
       s""""time":${System.currentTimeMillis()}}""")
   }
 

@@ -112,6 +112,10 @@ object InputFingerprint {
         distinct.map(_.files).max, distinct.map(_.bytes).max)
     }
 
+  /** The input of a physical scan's file index (see [[ofIndex]]): for shuffle fingerprints. */
+  def ofRelationIndex(index: FileIndex, readPath: Option[String]): Option[Input] =
+    ofIndex(index, readPath)
+
   /** The input of a file index; its root is the path the read was given (`readPath`: a glob
    * stays a glob, so that files matching it anew change the input, not its name), else the
    * index's root paths. */

@@ -45,7 +45,8 @@ object CommitFullWindowInputs extends Rule[SparkPlan] {
       if (readBack.forall(_.isDefined)) readBack.flatten
       else exchanges.zipWithIndex.map { case (e, k) =>
         FullWindowCommittingExchangeExec(e, CommittedShuffleInput.vertexOf(c.fingerprint, k),
-          c.operatorDir, k, codec)
+          s"${c.operatorDir.stripSuffix("/")}/input$k", FullWindowCommitExec.jobDirOf(c.operatorDir),
+          "shuffle input", codec)
       }
     c.withNewChildren(Seq(replaceInputs(c.child, replaced))).asInstanceOf[FullWindowCommitExec]
   }

@@ -1,0 +1,244 @@
+package org.apache.spark.sql.fullwindow.recovery
+
+import java.nio.charset.StandardCharsets
+import java.security.MessageDigest
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.internal.Logging
+import org.apache.spark.shuffle.sort.SortShuffleManager
+import org.apache.spark.sql.catalyst.expressions.{Expression, PythonUDF}
+import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, RangePartitioning, RoundRobinPartitioning}
+import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, LocalTableScanExec, RangeExec, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec}
+import org.apache.spark.sql.execution.columnar.InMemoryTableScanExec
+import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, FileScan}
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeExec}
+import org.apache.spark.sql.fullwindow.FullWindowErrors
+import org.apache.spark.sql.fullwindow.execution.{FullWindowCommitExec, FullWindowCommittedInputExec, FullWindowCommittingExchangeExec, FullWindowRecoveredScanExec}
+import org.apache.spark.sql.fullwindow.shims.SparkShims
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Whole-job recovery (`spark.fullwindow.recovery.scope=job`, issue 48): every shuffle of every
+ * query is a *shuffle vertex* `shuffle:<fp>` whose finished map tasks are kept under
+ * `<jobDir>/shuffles/<fp>/` and recorded as job events; on a resume a shuffle whose map outputs
+ * were all kept is read back (nothing upstream runs), one partly kept runs only its missing map
+ * tasks, unless it is *unstable* (indeterminate in Spark's sense, here or upstream): then it is
+ * read back whole or computed whole. See dev/notes/issue-48-design.md.
+ */
+object JobShuffles extends Logging {
+  val Scope = "spark.fullwindow.recovery.scope"
+  val Scopes = Seq("job", "fullWindow")
+  /** The default scope (the lead decides when `job` becomes it: see the issue-48 notes). */
+  val DefaultScope = "fullWindow"
+  val Operator = "shuffle"
+
+  /** The scope `spark.fullwindow.recovery.scope` names (checked). */
+  def scope(conf: SQLConf): String = {
+    val raw = conf.getConfString(Scope, DefaultScope)
+    Scopes.find(_.equalsIgnoreCase(Option(raw).map(_.trim).getOrElse(""))).getOrElse(
+      throw FullWindowErrors.badConf(Scope, raw, Scopes.mkString(", ")))
+  }
+
+  def vertexOf(fp: String): String = s"$Operator:$fp"
+
+  /** One kept map output. */
+  final case class KeptMap(mapIndex: Int, generation: String, data: String, dataBytes: Long,
+      index: String, indexBytes: Long)
+
+  /** What earlier runs recorded of a shuffle vertex: its map count, layout, stability, maps. */
+  final case class Recorded(numMaps: Int, layout: String, stable: Boolean, maps: Map[Int, KeptMap])
+
+  private val recorded = new ConcurrentHashMap[String, ConcurrentHashMap[String, Recorded]]()
+
+  def put(jobDir: String, fp: String, r: Recorded): Unit = {
+    recorded.computeIfAbsent(jobDir, _ => new ConcurrentHashMap[String, Recorded]()).put(fp, r)
+    presentOf.remove((jobDir, fp))
+  }
+
+  def get(jobDir: String, fp: String): Option[Recorded] =
+    Option(recorded.get(jobDir)).flatMap(m => Option(m.get(fp)))
+
+  // (job, fp) -> its kept maps found intact: listed once per run, not at every planning round
+  private val presentOf = new ConcurrentHashMap[(String, String), Map[Int, KeptMap]]()
+
+  def forget(jobDir: String, fp: String): Unit = {
+    Option(recorded.get(jobDir)).foreach(_.remove(fp))
+    presentOf.remove((jobDir, fp))
+  }
+
+  def forget(jobDir: String): Unit = {
+    recorded.remove(jobDir)
+    presentOf.keySet().removeIf(_._1 == jobDir)
+  }
+
+  /** The job directory whole-job recovery keeps shuffles for in this session now, if any. */
+  def activeJob(conf: SQLConf): Option[String] = {
+    val job = HintRecovery.jobDir(conf).getOrElse(return None)  // recovery off: nothing checked
+    if (scope(conf) != "job") return None
+    Some(job).filter(FullWindowRecoveryJobs.isOpen).filter { _ =>
+      SparkEnv.get != null &&
+        SparkShims.blockingShuffleManager(SparkEnv.get).isInstanceOf[SortShuffleManager] &&
+        conf.getConfString(CommittedShuffleInput.EnabledKey, "true").trim.toBoolean
+    }
+  }
+
+  // ---- fingerprints -------------------------------------------------------------------------
+
+  /** A plan's fingerprint text and whether it is stable; None: a source that cannot be
+    * fingerprinted (nothing above it is kept or reused). */
+  final case class Print(text: String, stable: Boolean)
+
+  private def sha(text: String): String =
+    MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))
+      .take(12).map(b => f"${b & 0xff}%02x").mkString
+
+  private def clean(s: String): String =
+    s.replaceAll("""\[plan_id=\d+\]""", "").replaceAll("""\[id=#\d+\]""", "")
+      .replaceAll("""#\d+L?""", "").replaceAll("""subquery\d+""", "subquery")
+
+  private def nodeText(p: SparkPlan): String =
+    try clean(p.canonicalized.simpleString(Int.MaxValue))
+    catch { case NonFatal(_) => clean(p.simpleString(Int.MaxValue)) }
+
+  private def pythonCode(e: Expression): Seq[String] = e.collect {
+    case u: PythonUDF =>
+      val bytes = u.func.command.map(_.asInstanceOf[Byte]).toArray
+      val md = MessageDigest.getInstance("SHA-256")
+      md.digest(bytes).take(12).map(b => f"${b & 0xff}%02x").mkString
+  }
+
+  /** The fingerprint of exchange `e` (over its child as it is now) and its stability. */
+  def fingerprint(e: ShuffleExchangeExec): Option[(String, Boolean)] =
+    print(e).map(p => (sha(p.text), p.stable))
+
+  private def exchangeStable(e: ShuffleExchangeExec): Boolean = e.outputPartitioning match {
+    case _: RoundRobinPartitioning | _: RangePartitioning => false
+    case h: HashPartitioning => h.expressions.forall(_.deterministic)
+    case _ => true
+  }
+
+  private def print(plan: SparkPlan): Option[Print] = plan match {
+    case w: FullWindowCommittingExchangeExec if w.operator == Operator =>
+      Some(Print(s"shuffle ${w.vertex}", w.stable))
+    case w: FullWindowCommittingExchangeExec => print(w.delegate)
+    case r: FullWindowCommittedInputExec if r.vertex.startsWith(Operator + ":") =>
+      Some(Print(s"shuffle ${r.vertex}", r.stable))
+    case r: FullWindowCommittedInputExec => Some(Print(s"input ${r.vertex}", stable = true))
+    case c: FullWindowCommitExec => Some(Print(s"FullWindowOperation ${c.fingerprint}", true))
+    case s: FullWindowRecoveredScanExec => Some(Print(s"FullWindowOperation ${s.fingerprint}", true))
+    case e: ShuffleExchangeExec =>
+      print(e.child).map(c => Print(s"shuffle ${sha(nodeText(e) + "\n" + c.text)}",
+        c.stable && exchangeStable(e)))
+    case s: QueryStageExec => print(s.plan)
+    case r: ReusedExchangeExec => print(r.child)
+    case a: AdaptiveSparkPlanExec => print(a.inputPlan)
+    case w: WholeStageCodegenExec => print(w.child)
+    case i: InputAdapter => print(i.child)
+    case r: AQEShuffleReadExec => print(r.child)
+    case m: InMemoryTableScanExec =>
+      print(m.relation.cachedPlan).map(c => Print(nodeText(m) + "\ncached:\n" + c.text, c.stable))
+    case f: FileSourceScanExec =>
+      InputFingerprint.ofRelationIndex(f.relation.location, f.relation.options.get("path"))
+        .flatMap(i => withSubqueries(f, Print(nodeText(f) + s"\nfiles ${i.root} ${i.digest}", true)))
+    case b: BatchScanExec => b.scan match {
+      case fs: FileScan =>
+        InputFingerprint.ofRelationIndex(fs.fileIndex, None)
+          .flatMap(i => withSubqueries(b, Print(nodeText(b) + s"\nfiles ${i.root} ${i.digest}", true)))
+      case _ => None
+    }
+    case l: LocalTableScanExec =>
+      Some(Print(nodeText(l) + "\nrows " + l.rows.map(_.hashCode()).mkString(","), true))
+    case r: RangeExec => Some(Print(nodeText(r), true))
+    case leaf if leaf.children.isEmpty && leaf.nodeName.startsWith("FullWindow") =>
+      Some(Print(nodeText(leaf), true))
+    case leaf if leaf.children.isEmpty => None
+    case p =>
+      val subs = p.subqueries.map(print)
+      val kids = p.children.map(print)
+      if (subs.exists(_.isEmpty) || kids.exists(_.isEmpty)) None
+      else {
+        val code = p.expressions.flatMap(pythonCode)
+        val det = p.expressions.forall(_.deterministic)
+        Some(Print(
+          (Seq(nodeText(p)) ++ code.map("python " + _) ++ subs.flatten.map("subquery " + _.text) ++
+            kids.flatten.map(_.text)).mkString("\n"),
+          det && subs.flatten.forall(_.stable) && kids.flatten.forall(_.stable)))
+      }
+  }
+
+  /** A scan's print with the prints of its subqueries (dynamic partition pruning, runtime
+    * filters: what they select decides which rows it reads). */
+  private def withSubqueries(scan: SparkPlan, own: Print): Option[Print] = {
+    val subs = scan.subqueries.map(print)
+    if (subs.exists(_.isEmpty)) None
+    else Some(Print((own.text +: subs.flatten.map("subquery " + _.text)).mkString("\n"),
+      own.stable && subs.flatten.forall(_.stable)))
+  }
+
+  // ---- decisions ----------------------------------------------------------------------------
+
+  /** The layout prefix every map output of exchange `e` written with `codec` shares. */
+  def reducePart(numPartitions: Int, codec: String): String = s"n=$numPartitions;$codec;"
+
+  /** The kept maps of `r` whose files are there with the recorded sizes. */
+  private def present(r: Recorded, hadoopConf: org.apache.hadoop.conf.Configuration): Map[Int, KeptMap] = {
+    val dirs = r.maps.values.flatMap(m => Seq(m.data, m.index)).map(p => new Path(p).getParent)
+      .toSeq.distinct
+    val sizes = dirs.flatMap { d =>
+      try CommittedRows.fileSystem(d, hadoopConf).listStatus(d).toSeq
+        .map(s => s.getPath.toUri.getPath -> s.getLen)
+      catch { case NonFatal(_) => Nil }
+    }.toMap
+    def ok(path: String, bytes: Long) = sizes.get(new Path(path).toUri.getPath).contains(bytes)
+    r.maps.filter { case (_, m) => ok(m.data, m.dataBytes) && ok(m.index, m.indexBytes) }
+  }
+
+  /**
+   * Exchange `e` of a query of job `jobDir`, rewritten for whole-job recovery: read back when an
+   * earlier run kept all its map outputs, else committing (reusing the kept maps of a stable
+   * shuffle). Left alone when it cannot be fingerprinted.
+   */
+  def keep(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan =
+    try decide(e, jobDir, codec)
+    catch {
+      case NonFatal(err) =>
+        logWarning(s"fullwindow recovery: a shuffle of job $jobDir is not kept (it runs as " +
+          "usual, and is computed again after a crash)", err)
+        e
+    }
+
+  private def decide(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan = {
+    if (SparkShims.isPipelined(e)) return e
+    val hadoopConf = org.apache.spark.SparkContext.getActive.map(_.hadoopConfiguration)
+      .getOrElse(return e)
+    val (fp, stable) = fingerprint(e).getOrElse(return e)
+    val vertex = vertexOf(fp)
+    val n = e.outputPartitioning.numPartitions
+    val dir = s"${jobDir.stripSuffix("/")}/shuffles/$fp"
+    val rec = get(jobDir, fp).filter(_.layout.startsWith(reducePart(n, codec)))
+    val kept = rec.map { r =>
+      presentOf.computeIfAbsent((jobDir, fp), _ => present(r, hadoopConf))
+    }.getOrElse(Map.empty)
+    val complete = rec.exists { r =>
+      r.numMaps > 0 && (0 until r.numMaps).forall(kept.contains) &&
+        (stable || kept.values.map(_.generation).toSet.size == 1)
+    }
+    if (complete) {
+      val maps = (0 until rec.get.numMaps).map(kept)
+      FullWindowCommittedInputExec(vertex, n, maps.map(_.data), maps.map(_.index), s"stage($n)",
+        (0 until n).map(i => (i, i + 1)), e.output, e.outputPartitioning, stable)
+    } else {
+      val reuse = if (stable) kept.values.toSeq.sortBy(_.mapIndex) else Nil
+      val reset = !stable && get(jobDir, fp).exists(_.maps.nonEmpty)
+      FullWindowCommittingExchangeExec(e, vertex, dir, jobDir, Operator, codec,
+        kept = reuse.map(m => (m.mapIndex, m.data, m.index)),
+        recordedLayout = rec.map(_.layout).getOrElse(""), stable = stable, resetFirst = reset)
+    }
+  }
+}

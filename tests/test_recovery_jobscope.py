@@ -1,0 +1,151 @@
+"""Whole-job recovery (``spark.fullwindow.recovery.scope=job``, issue 48), with real processes:
+the driver of tests/recovery_jobscope_job.py, a plain job (Python UDFs, a shuffle join, a
+``groupBy().agg``, a Parquet write; no full-window operation), is killed with SIGKILL while its
+slow map stage runs and started again. The output must equal an uninterrupted run's, and the
+markers its Python UDFs leave per task show which tasks ran again: only the map tasks whose
+output was not kept."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from helpers import RecoveryJob, kill_when
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JOB = os.path.join(ROOT, "tests", "recovery_jobscope_job.py")
+PARTS = [0, 1, 2, 3]
+
+
+def _write_input(base: str) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = os.path.join(base, "in")
+    os.makedirs(os.path.join(d, "facts"), exist_ok=True)
+    os.makedirs(os.path.join(d, "dims"), exist_ok=True)
+    for f in range(4):
+        ids = list(range(f * 1000, (f + 1) * 1000))
+        pq.write_table(pa.table({"id": ids, "k": [i % 50 for i in ids], "v": ids}),
+                       os.path.join(d, "facts", f"part-{f}.parquet"))
+    pq.write_table(pa.table({"k": list(range(50)), "name": [f"n{k:02d}" for k in range(50)]}),
+                   os.path.join(d, "dims", "part-0.parquet"))
+    return d
+
+
+class Job(RecoveryJob):
+    script = JOB
+
+    def __init__(self, base, name, recovery=True, aqe="true", mode="plain"):
+        super().__init__(base, name, recovery)
+        self.input = _write_input(self.base)
+        self.aqe, self.mode = aqe, mode
+
+    def options(self, **options) -> dict:
+        return {"IN": self.input, "AQE": self.aqe, "MODE": self.mode}
+
+    def shuffles(self) -> list[dict]:
+        """The shuffle vertices' vertexInitialized events, in the order their stages started."""
+        return [e for e in self.events()
+                if e["type"] == "vertexInitialized" and e["operator"] == "shuffle"]
+
+    def slow_shuffle(self) -> str | None:
+        """The shuffle the slow UDF's stage writes: the last one to start (after both join
+        sides' shuffles; the round-robin one in ``roundrobin`` mode comes before it)."""
+        want = 4 if self.mode == "roundrobin" else 3
+        fps = []
+        for e in self.shuffles():
+            if e["fingerprint"] not in fps:
+                fps.append(e["fingerprint"])
+        return fps[want - 1] if len(fps) >= want else None
+
+    def ran(self, stage: str, run: str) -> list[int]:
+        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
+                      if n.startswith(stage + "-") and n.split("-")[2] == run)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
+    job.run("r1")
+    rows = job.output()
+    assert len(rows) == 50 and sum(r[2] for r in rows) == 4000
+    return rows
+
+
+def _killed_midway(tmp_path, reference, aqe: str) -> None:
+    job = Job(tmp_path, f"midway-{aqe}", aqe=aqe)
+    p = job.start("r1", slow=4.0)
+    kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
+    slow = job.slow_shuffle()
+    done = job.finished(slow)
+    assert 2 <= len(done) < 4, done
+    assert job.ran("U", "r1")  # the slow stage ran in r1
+    job.run("r2")
+    assert job.output() == reference
+    # the join's shuffles were kept whole and read back: facts' UDF (A) did not run again
+    assert job.ran("A", "r2") == []
+    # only the slow stage's map tasks whose output was not kept ran again
+    assert job.ran("U", "r2") == sorted(set(PARTS) - done)
+    # the resumed slow shuffle says how many map outputs it reused
+    last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
+    assert last["recovered"] == len(done) and last["stable"] is True
+    # a third run: every shuffle kept whole, nothing upstream of the write runs
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("U", "r3") == []
+    return job, slow
+
+
+def test_killed_midway_through_a_map_stage(tmp_path, reference):
+    from fullwindow.recovery import status
+    from fullwindow.recovery._status import render
+
+    job, slow = _killed_midway(tmp_path, reference, "true")
+    # recovery status lists the job's shuffles: map tasks kept of all, stable, the query
+    st = status(job.dir, job.name)
+    shuffles = {op["fingerprint"]: op for op in st["operations"] if op["operation"] == "shuffle"}
+    assert len(shuffles) == 3 and all(op["intact"] for op in shuffles.values())
+    assert shuffles[slow]["committed"] == shuffles[slow]["partitions"] == 4
+    assert shuffles[slow]["stable"] is True and shuffles[slow]["query"]
+    assert "map tasks of query" in render(st)
+
+    # a changed input (dims rewritten: the same rows in a file of another name): the shuffles that read it, and
+    # the slow one above the join, are computed again; facts' shuffle is still read back
+    import shutil
+
+    dims = os.path.join(job.input, "dims")
+    src = os.path.join(dims, "part-0.parquet")
+    shutil.copy(src, src + ".tmp")
+    os.replace(src + ".tmp", os.path.join(dims, "part-1.parquet"))
+    os.remove(src)
+    job.run("r4")
+    assert job.output() == reference
+    assert job.ran("A", "r4") == []
+    assert job.ran("U", "r4") == PARTS
+
+
+def test_killed_midway_without_adaptive_execution(tmp_path, reference):
+    _killed_midway(tmp_path, reference, "false")
+
+
+@pytest.mark.parametrize("mode", ["roundrobin", "nondeterministic"])
+def test_unstable_shuffle_is_kept_whole_or_computed_whole(tmp_path, reference, mode):
+    """A round-robin repartition under the slow stage (that shuffle and the slow one above it
+    are unstable), or the slow UDF marked non-deterministic: the slow shuffle partly kept
+    is computed whole on the resume (rows from two runs never mix), then, kept whole, read
+    back."""
+    job = Job(tmp_path, mode, mode=mode)
+    p = job.start("r1", slow=4.0)
+    kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
+    slow = job.slow_shuffle()
+    assert 2 <= len(job.finished(slow)) < 4
+    assert [e["stable"] for e in job.shuffles() if e["fingerprint"] == slow] == [False]
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("U", "r2") == PARTS  # computed whole
+    assert job.ran("A", "r2") == []     # the join's shuffles, stable, were read back
+    assert any(e["type"] == "vertexReset" and e["fingerprint"] == slow for e in job.events())
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("U", "r3") == [] and job.ran("A", "r3") == []
