@@ -120,13 +120,15 @@ def python_exe() -> str:
 #: worker, handed out in collection order: these go first, so that no long module is left running
 #: alone at the end while the other worker idles. dev/test-times lists each module's time.
 LONGEST_FIRST = [
-    "test_recovery_writes", "test_recovery_jobscope", "test_recovery_hdfs", "test_recovery_s3", "test_recovery_yarn",
-    "test_recovery_lease", "test_recovery_crash", "test_recovery_cluster",
+    "test_benchmarks_smoke", "test_recovery_writes", "test_recovery_hdfs",
+    "test_recovery_jobscope", "test_recovery_s3", "test_pandas", "test_docs",
+    "test_sort_columnar", "test_keyed", "test_recovery_yarn", "test_recovery_lease",
+    "test_recovery_crash", "test_recovery_cluster", "test_cogroup", "test_examples",
     "test_recovery_chaos_cluster", "test_recovery_chaos", "test_recovery_inputs",
     "test_recovery_keyed", "test_recovery_durability", "test_recovery_storage",
     "test_recovery_status", "test_recovery_lease_attempts", "test_recovery_scale",
-    "test_recovery_input", "test_cluster", "test_docs", "test_types", "test_examples",
-    "test_submit", "test_session_merge", "test_benchmarks_smoke",
+    "test_recovery_input", "test_cluster", "test_errors", "test_types", "test_submit",
+    "test_session_merge",
 ]
 
 
