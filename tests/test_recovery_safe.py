@@ -29,7 +29,8 @@ BAD_IDS = ["..", "x/../..", ".", "", "  ", "a/b", "/", "../rec", "a\\b", "x\x00y
 
 def make_job(fs, job_dir: str) -> None:
     """A finished job's directory, as a driver leaves it: a released lease, a segment of
-    events, an operator's (empty) directory."""
+    events, an operator's, a kept shuffle's (scope=job) and the write records' (empty)
+    directories."""
     fs.makedirs(job_dir)
     held = lease.Lease(fs, job_dir, 30.0, "app-made-by-the-test",
                        mode="mtime" if isinstance(fs, _fs.LocalFS) else
@@ -41,6 +42,8 @@ def make_job(fs, job_dir: str) -> None:
     store.close()
     held.release()
     fs.makedirs(_fs.join(job_dir, "operators", "f0"))
+    fs.makedirs(_fs.join(job_dir, "shuffles", "s0"))
+    fs.makedirs(_fs.join(job_dir, "writes"))
 
 
 def job_tree(fs, base: str) -> dict:

@@ -108,8 +108,9 @@ def input_records(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
-#: what a job's directory holds: its event store, its lease, committed outputs, write records
-JOB_ENTRIES = ("events", "lease", "operators", "writes")
+#: what a job's directory holds: its event store, its lease, full-window operations' committed
+#: outputs, the job's kept shuffles (scope=job: recovery/JobShuffles.scala), write records
+JOB_ENTRIES = ("events", "lease", "operators", "shuffles", "writes")
 #: the probe file a run writes and deletes when it opens the job (recovery/_jobs.py ``probe``)
 PROBE_PREFIX = ".probe-"
 
@@ -117,8 +118,8 @@ PROBE_PREFIX = ".probe-"
 def not_a_job(fs: Any, job_dir: str) -> Optional[str]:
     """None when ``job_dir`` holds a recovery job's layout, else why not. A job's directory
     holds a lease (``lease/epoch-<n>``) or an event store (``events/segment-...``), and nothing
-    but what recovery writes there (``events``, ``lease``, ``operators``, ``writes``, a probe
-    file): anything else is not recovery's to delete."""
+    but what recovery writes there (``events``, ``lease``, ``operators``, ``shuffles``,
+    ``writes``, a probe file): anything else is not recovery's to delete."""
     from fullwindow.recovery.eventstore import SEGMENT_PREFIX
 
     if isinstance(fs, _fs.LocalFS):
