@@ -205,9 +205,13 @@ def test_every_rerun_module_brings_its_classic_modules_cases():
               if f.startswith("test_connect_") and f[:-3] not in
               ("test_connect_only", "test_connect_proto", "test_connect_server",
                "test_connect_remote", "test_connect_recovery",
+               # the server launcher's authentication: tests of its own
+               "test_connect_auth",
                # a subset of its classic module's cases: their small memory pool (spill and
                # fallback cases) is not a Connect server's
-               "test_connect_sort_columnar_arrow")]
+               "test_connect_sort_columnar_arrow",
+               # a subset: the DataFrame sweeps (the command lines' and settings' are classic)
+               "test_connect_bad_input")]
     assert len(reruns) >= 8, reruns
     for name in reruns:
         rerun = importlib.import_module(f"test_connect_{name}")
