@@ -384,9 +384,11 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             builder = builder.master(master)
         if app_name is not None:
             builder = builder.appName(app_name)
-    from pyspark import SparkContext
+    running = False
+    if not client_only():  # a thin client has no SparkContext: _configure says what to do
+        from pyspark import SparkContext
 
-    running = SparkContext._active_spark_context is not None
+        running = SparkContext._active_spark_context is not None
     spark = _configure(builder, conf, lambda: submitted).getOrCreate()
     try:
         facade(spark)
