@@ -219,3 +219,20 @@ def test_every_rerun_module_brings_its_classic_modules_cases():
         wanted = {n for n in dir(classic) if n.startswith("test_") and callable(getattr(classic, n))}
         assert wanted, name
         assert {n for n in wanted if getattr(rerun, n, None) is getattr(classic, n)} == wanted, name
+
+
+def test_each_case_left_to_the_classic_run_exists_there():
+    """conftest.JVM_ONLY names classic cases not rerun here: each names a test function of a
+    classic module that has a rerun module (a renamed test would otherwise rerun unnoticed, or a
+    stale name hide nothing)."""
+    import importlib
+    import os
+
+    from conftest import JVM_ONLY
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert JVM_ONLY
+    for case in JVM_ONLY:
+        module, name = case.split("::")
+        assert os.path.isfile(os.path.join(here, "test_connect_" + module[len("test_"):])), case
+        assert callable(getattr(importlib.import_module(module[:-3]), name, None)), case
