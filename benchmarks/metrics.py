@@ -40,7 +40,7 @@ def parse_metric(value: str) -> float | None:
 
 
 def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as resp:
+    with urllib.request.urlopen(url, timeout=120) as resp:  # a loaded 2-core machine stalls the UI
         return json.load(resp)
 
 
