@@ -43,10 +43,6 @@ class Job(RecoveryJob):
         t = pq.read_table(self.target(i, kind))
         return sorted(zip((int(k) for k in t.column("k").to_pylist()), t.column("v").to_pylist()))
 
-    def ran(self, stage: str, run: str) -> list[int]:
-        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
-                      if n.startswith(stage + "-") and n.split("-")[2] == run)
-
     def read(self, spark, i: int, kind: str) -> list[tuple]:
         """(k, v) rows of write ``i`` read with ``spark`` (a target on HDFS or S3)."""
         return sorted((r.k, r.v) for r in spark.read.parquet(self.target(i, kind)).collect())
