@@ -226,12 +226,13 @@ def run_begun(fs: Any, job_dir: str) -> bool:
 
 def kill_group(p: subprocess.Popen, timeout: float = 30) -> None:
     """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
-    its JVM and the JVM's Python workers) if ``p`` still runs, and waits until every process of
+    its JVM and the JVM's Python workers) while any of it runs, and waits until every process of
     the group is gone (reaped), not a fixed time."""
     import signal
     import time
 
-    if p.poll() is None:
+    # the group is ``p``'s (a session leader's): its id is not reused while a member lives
+    if p.poll() is None or _group_members(p.pid):
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -159,8 +159,6 @@ class Job(RecoveryJob):
         return lease.read(_fs.LocalFS(), os.path.join(self.dir, self.name))
 
 
-
-
 def _kill(p):
     kill_group(p)
 
