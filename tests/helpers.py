@@ -225,22 +225,63 @@ def run_begun(fs: Any, job_dir: str) -> bool:
 
 
 def kill_group(p: subprocess.Popen, timeout: float = 30) -> None:
-    """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
-    its JVM and the JVM's Python workers) while any of it runs, and waits until every process of
-    the group is gone (reaped), not a fixed time."""
+    """SIGKILLs a driver started in a session of its own, ``p``: its process group (Python and
+    its JVM) and every process descending from it at the kill (the JVM's Python workers, which
+    pyspark's daemon puts in a process group of their own), all at once; then waits until they
+    are gone (reaped), not a fixed time: no worker of the killed run writes anything after it."""
     import signal
     import time
 
+    doomed = _descendants(p.pid)
     # the group is ``p``'s (a session leader's): its id is not reused while a member lives
     if p.poll() is None or _group_members(p.pid):
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     p.wait(timeout)
     deadline = time.time() + timeout
-    while _group_members(p.pid) and time.time() < deadline:
+    while (_group_members(p.pid) or _alive(doomed)) and time.time() < deadline:
         time.sleep(0.05)
+
+
+def _proc_stat(pid: str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command's name: state, ppid, pgrp, ..."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes descending from ``pid`` now (children, their children, ...)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _proc_stat(name)
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pids: list[int]) -> bool:
+    """Whether any of ``pids`` is still a live (not zombie) process."""
+    for pid in pids:
+        fields = _proc_stat(str(pid))
+        if fields is not None and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -248,15 +289,10 @@ def _group_members(pgid: int) -> list[int]:
     orphan's is reaped by whoever adopted it, when it does)."""
     out = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            out.append(int(name))
+        if name.isdigit():
+            fields = _proc_stat(name)
+            if fields is not None and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                out.append(int(name))
     return out
 
 
@@ -274,8 +310,7 @@ def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float
         if p.poll() is not None:
             pytest.fail("the job ended before the kill point was reached")
         if condition():
-            os.killpg(p.pid, signal.SIGKILL)
-            kill_group(p)  # until the JVM and workers are reaped
+            kill_group(p)  # the driver, its JVM and its workers, until they are reaped
             return
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGKILL)
