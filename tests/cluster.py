@@ -38,7 +38,10 @@ class StandaloneCluster:
         env.update(SPARK_HOME=spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_MASTER_HOST="127.0.0.1",
                    PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1",
                    SPARK_WORKER_DIR=os.path.join(self.logdir, "work"))
-        return env
+        # the master, the workers and the executors they start: short-lived test JVMs
+        from helpers import fast_jvm
+
+        return fast_jvm(env)
 
     def _start(self, name: str, *args: str) -> subprocess.Popen:
         log = open(os.path.join(self.logdir, f"{name}.log"), "w")

@@ -68,7 +68,9 @@ class MiniHDFS:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 180) -> "MiniHDFS":
-        cmd = ["java", "-Xmx768m", "-cp", _jars(),
+        # the client compiler only and the serial collector: a test cluster's JVM spends most
+        # of its CPU starting up, little serving a test's few requests (issue 49)
+        cmd = ["java", "-Xmx768m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", _jars(),
                # the cluster binds 127.0.0.1 only, and names its DataNode by that address
                "-Djava.net.preferIPv4Stack=true",
                "org.apache.hadoop.mapreduce.MiniHadoopClusterManager", "-format",

@@ -173,6 +173,129 @@ def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subpro
                           capture_output=True, text=True, timeout=timeout)
 
 
+#: JVM options for the short-lived driver processes the crash tests start, kill and start again
+#: (a driver JVM runs a job of seconds): the client compiler only and the serial collector. Most
+#: of such a JVM's CPU goes to the optimizing compiler and the parallel collector's threads; on
+#: the 2-core CI machine these options about halve a driver's wall time. Passed as
+#: ``JDK_JAVA_OPTIONS`` (read by every ``java`` launcher: spark-submit's, and so the driver's).
+FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def fast_jvm(env: dict) -> dict:
+    """``env`` with FAST_JVM_OPTIONS added to its ``JDK_JAVA_OPTIONS`` (kept)."""
+    given = env.get("JDK_JAVA_OPTIONS", "")
+    if FAST_JVM_OPTIONS not in given:
+        env["JDK_JAVA_OPTIONS"] = f"{given} {FAST_JVM_OPTIONS}".strip()
+    return env
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str,
+               proc: subprocess.Popen | None = None, log: Callable[[], str] | None = None,
+               every: float = 0.1) -> Any:
+    """Polls ``condition()`` until it gives a true value, which it returns; fails the test when
+    ``timeout`` seconds pass first, or when ``proc`` (a process that should still run) ends
+    first (with ``log()``'s text in the message). For waits on an event, never on the clock."""
+    import time
+
+    import pytest
+
+    deadline = time.time() + timeout
+    while True:
+        got = condition()
+        if got:
+            return got
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the process ended (rc {proc.returncode}) before {what}"
+                        + (f":\n{log()[-3000:]}" if log else ""))
+        if time.time() >= deadline:
+            pytest.fail(f"not within {timeout:.0f} s: {what}"
+                        + (f":\n{log()[-3000:]}" if log else ""))
+        time.sleep(every)
+
+
+def run_begun(fs: Any, job_dir: str) -> bool:
+    """The driver of the job in ``job_dir`` (on ``fs``, a ``fullwindow.recovery._fs`` file
+    system) holds a live lease and has begun its run: its first event is written, so it is past
+    taking the lease (stopped inside that create, it could not run at all)."""
+    from fullwindow.recovery import lease
+
+    events = f"{job_dir}/events"
+    return bool((lease.read(fs, job_dir) or {}).get("live")
+                and fs.exists(events) and fs.listdir(events))
+
+
+def kill_group(p: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGKILLs a driver started in a session of its own, ``p``: its process group (Python and
+    its JVM) and every process descending from it at the kill (the JVM's Python workers, which
+    pyspark's daemon puts in a process group of their own), all at once; then waits until they
+    are gone (reaped), not a fixed time: no worker of the killed run writes anything after it."""
+    import signal
+    import time
+
+    doomed = _descendants(p.pid)
+    # the group is ``p``'s (a session leader's): its id is not reused while a member lives
+    if p.poll() is None or _group_members(p.pid):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.wait(timeout)
+    deadline = time.time() + timeout
+    while (_group_members(p.pid) or _alive(doomed)) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def _proc_stat(pid: str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command's name: state, ppid, pgrp, ..."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes descending from ``pid`` now (children, their children, ...)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _proc_stat(name)
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pids: list[int]) -> bool:
+    """Whether any of ``pids`` is still a live (not zombie) process."""
+    for pid in pids:
+        fields = _proc_stat(str(pid))
+        if fields is not None and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` that are not yet dead (zombies do not count: an
+    orphan's is reaped by whoever adopted it, when it does)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _proc_stat(name)
+            if fields is not None and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                out.append(int(name))
+    return out
+
+
 def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 240) -> None:
     """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
     its JVM and the JVM's Python workers) as soon as ``condition()`` holds; fails the test if
@@ -187,9 +310,7 @@ def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float
         if p.poll() is not None:
             pytest.fail("the job ended before the kill point was reached")
         if condition():
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(30)
-            time.sleep(0.5)  # let the OS reap the JVM and workers
+            kill_group(p)  # the driver, its JVM and its workers, until they are reaped
             return
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGKILL)
@@ -215,6 +336,9 @@ class RecoveryJob:
     #: (exactly once), and these jobs' tests are about what the full-window operations recompute
     #: (tests/test_recovery_writes.py keeps one target across runs)
     fresh_output = True
+    #: the driver runs with FAST_JVM_OPTIONS; False where a kill point depends on how fast the
+    #: JVM's own work goes beside the Python functions' sleeps
+    fast_jvm = True
 
     def __init__(self, base, name: str, recovery: bool = True):
         self.base = str(base)
@@ -242,7 +366,7 @@ class RecoveryJob:
                 env[k] = v
         if self.recovery:
             env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
-        return env
+        return fast_jvm(env) if self.fast_jvm else env
 
     def _log(self, run: str) -> str:
         return os.path.join(self.base, f"{self.name}-{run}.log")
@@ -260,6 +384,18 @@ class RecoveryJob:
         rc = self.start(run, slow, variant, **options).wait(timeout=300)
         log = open(self._log(run)).read()
         assert rc == 0 and "JOB DONE" in log, log[-3000:]
+
+    def log(self, run: str) -> str:
+        """The whole log (stdout and stderr) of ``run``."""
+        with open(self._log(run), errors="replace") as f:
+            return f.read()
+
+    def ran(self, stage: str, run: str) -> list[int]:
+        """Partitions of ``stage`` whose user function ran during ``run`` (sorted, repeated
+        when a partition ran more than once), from the markers ``<stage>-<partition>-<run>-...``
+        the job's user functions leave in ``marks``."""
+        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
+                      if n.startswith(stage + "-") and n.split("-")[2] == run)
 
     def events(self) -> list[dict]:
         import warnings

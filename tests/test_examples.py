@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import kill_when, parquet_rows
+from helpers import fast_jvm, kill_when, parquet_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -75,8 +75,8 @@ def test_orders_and_payments_in_pandas(spark):
 
 
 def _nightly(tmp_path, name: str, job_id: str, slow: float = 0.0) -> subprocess.Popen:
-    env = dict(os.environ, NIGHTLY_SLOW=str(slow),
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    env = fast_jvm(dict(os.environ, NIGHTLY_SLOW=str(slow), PYTHONPATH=os.pathsep.join(
+        [os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")])))
     log = open(tmp_path / f"{name}.log", "w")
     return subprocess.Popen(
         [sys.executable, os.path.join(EXAMPLES, "nightly_recovery.py"), "--dir", str(tmp_path / "state"),

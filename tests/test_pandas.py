@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 import fullwindow  # noqa: F401  (adds DataFrame.fullWindowPartition / keyBy)
 from fullwindow import EndOfStreamWindows, FullWindowTypeError, FullWindowValueError
-from helpers import executed_plan, num_partitions, partitions, run_python
+from helpers import executed_plan, fast_jvm, num_partitions, partitions, run_python
 
 EOS = EndOfStreamWindows.get()
 
@@ -571,7 +571,7 @@ def test_recovery_reads_back_a_finished_pandas_operation_by_its_fingerprint(tmp_
     expected = sorted((k, sum(range(k, 300, 7))) for k in range(7))
 
     def run(name, **env):
-        p = run_python(code, env={"RUN": name, **env})
+        p = run_python(code, env=fast_jvm({"RUN": name, **env}))
         assert p.returncode == 0, p.stderr[-3000:]
         out = dict(line.split(" ", 1) for line in p.stdout.splitlines() if line[:4] in ("ROWS", "PLAN", "FPS "))
         assert out["ROWS"] == str(expected)

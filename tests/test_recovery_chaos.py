@@ -21,12 +21,11 @@ import json
 import os
 import random
 import shutil
-import signal
 import time
 
 import pytest
 
-from helpers import ROOT, RecoveryJob
+from helpers import ROOT, RecoveryJob, kill_group
 
 SEED = int(os.environ.get("FULLWINDOW_CHAOS_SEED", "12"))
 KILLS = int(os.environ.get("FULLWINDOW_CHAOS_KILLS", "10"))
@@ -51,12 +50,8 @@ class Job(RecoveryJob):
         return {s: {e["partition"] for e in events if e["type"] == "taskFinished"
                     and e["fingerprint"] == fps.get(s)} for s in STAGES}
 
-    def ran(self, stage: str, run: str) -> set[int]:
-        return {int(n.split("-")[1]) for n in os.listdir(self.marks)
-                if n.startswith(stage + "-") and n.split("-")[2] == run}
-
-    def log(self, run: str) -> str:
-        return open(self._log(run)).read()
+    def ran(self, stage: str, run: str) -> set[int]:  # type: ignore[override]
+        return set(super().ran(stage, run))
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +78,7 @@ def _ready_at(job: Job, pid: int | None = None) -> float | None:
 
 
 def _kill(p) -> None:
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait(30)
-    time.sleep(0.3)  # let the OS reap the JVM and the workers
+    kill_group(p)  # until the JVM and the workers are reaped
 
 
 def _wait(p, until: float, condition=lambda: False, poll: float = 0.05) -> bool:

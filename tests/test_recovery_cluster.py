@@ -26,6 +26,7 @@ from collections import Counter
 import pytest
 
 from cluster import StandaloneCluster
+from helpers import fast_jvm, kill_group
 from fullwindow.recovery import job_events, recovery_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,17 +101,14 @@ class Driver:
                    PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
                                                env.get("PYTHONPATH", "")]))
         log = open(self.log_path(run), "w")
-        p = subprocess.Popen([sys.executable, JOB], env=env, stdout=log, stderr=subprocess.STDOUT,
+        p = subprocess.Popen([sys.executable, JOB], env=fast_jvm(env), stdout=log, stderr=subprocess.STDOUT,
                              cwd=ROOT, start_new_session=True)
         self.procs.append(p)
         return p
 
     def kill(self, p: subprocess.Popen) -> None:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait(30)
+        """SIGKILLs the driver's process group and waits until its processes are gone."""
+        kill_group(p)
 
     def kill_all(self) -> None:
         for p in self.procs:
@@ -260,7 +258,6 @@ def test_executor_and_driver_killed_on_a_standalone_cluster(tmp_path, cluster):
         done_before = {e["partition"] for e in d.finished()}
         d.kill(p1)
         view.halt.set()
-        time.sleep(0.5)
         events = d.finished()
         done = {e["partition"] for e in events}
         assert done >= done_before and lost in done

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from hdfs import MiniHDFS, rewrite
-from helpers import ROOT, kill_when, record_offsets
+from helpers import ROOT, fast_jvm, kill_group, kill_when, record_offsets, run_begun, wait_until
 from test_recovery_cluster import cluster  # noqa: F401 - the two-worker standalone cluster fixture
 from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference: fixture
 
@@ -159,7 +159,8 @@ def test_torn_tail_left_by_a_killed_writer(hdfs, files, spark):
     path = f"{events_dir}/segment-00000000000001-0001.log"
     code = _TORN_WRITER.format(python=os.path.join(ROOT, "python"), path=path)
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+                       env=fast_jvm(dict(os.environ)), capture_output=True, text=True,
+                       timeout=300)
     assert p.returncode == -signal.SIGKILL and "SYNCED" in p.stdout, p.stderr[-3000:]
     with pytest.warns(EventStoreWarning):
         got = EventStore.read_all(events_dir)
@@ -186,7 +187,6 @@ def test_cluster_resumes_from_hdfs_through_an_executor_kill(tmp_path, hdfs, file
                  lambda: 2 <= len({e["partition"] for e in d.finished()}) <= 5, 240,
                  d.log_path("r1"))
         d.kill(p1)
-        time.sleep(0.5)
         done = {e["partition"] for e in d.finished()}
         assert 2 <= len(done) < N - 2, sorted(done)
         assert all(e["path"].startswith(hdfs.uri) and files.exists(e["path"])
@@ -277,10 +277,10 @@ def test_second_driver_refused_then_takes_over_a_killed_one_on_hdfs(tmp_path, re
     fs = _fs.filesystem(hdfs.uri + "/", spark)
     first = job.start("r1", slow=20.0)  # killed long before it ends
     try:
-        deadline = time.time() + 240
-        while not any(e["type"] == "taskFinished" for e in job.events()):
-            assert first.poll() is None and time.time() < deadline, job.log_text("r1")
-            time.sleep(0.5)
+        # the first driver holds the lease and has begun its run (its first event is written);
+        # its first task needs 20 s more, so no need to wait for one to commit
+        wait_until(lambda: run_begun(fs, job.job_dir()), 240, "the first driver's run began",
+                   first, lambda: job.log_text("r1"))
         held = lease.read(fs, job.job_dir())
         assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1
         second = job.start("r2")
@@ -290,10 +290,7 @@ def test_second_driver_refused_then_takes_over_a_killed_one_on_hdfs(tmp_path, re
         assert f"pid {first.pid}," in log and "JOB DONE" not in log
         assert first.poll() is None  # the first run goes on undisturbed
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait(30)
-            time.sleep(0.5)
+        kill_group(first)
     job.run("r3")  # the killed holder's process is gone: taken over at once
     assert "taking over from" in job.log_text("r3")
     assert job.output() == reference
@@ -323,26 +320,20 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
     job = HdfsJob(tmp_path, "fenced", hdfs.uri)
     first = job.start("r1", slow=8.0, lease_timeout=f"{timeout:g}s")
     try:
-        deadline = time.time() + 180
         # the first driver holds the lease and has begun its run (its first event is written),
         # not merely made its lease file: stopped inside that create, it could not run at all
-        while not ((lease.read(files, job.job_dir()) or {}).get("live")
-                   and files.exists(f"{job.job_dir()}/events")
-                   and files.listdir(f"{job.job_dir()}/events")):
-            assert first.poll() is None and time.time() < deadline, job.log_text("r1")
-            time.sleep(0.3)
+        wait_until(lambda: run_begun(files, job.job_dir()), 180, "the first driver's run began",
+                   first, lambda: job.log_text("r1"), every=0.3)
         os.killpg(first.pid, signal.SIGSTOP)
-        time.sleep(timeout + 1)
-        assert lease.read(files, job.job_dir())["state"] == "expired"
+        wait_until(lambda: lease.read(files, job.job_dir())["state"] == "expired", timeout + 30,
+                   "the stopped driver's lease expired")
         job.run("r2", lease_timeout=f"{timeout:g}s")
         assert job.output() == reference
         os.killpg(first.pid, signal.SIGCONT)
         rc = first.wait(180)
         assert rc != 0 and "lease on job 'fenced' was lost" in job.log_text("r1")
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait(30)
+        kill_group(first)
     job.run("r3", lease_timeout=f"{timeout:g}s")
     assert job.output() == reference
     assert job.ran("A", "r3") == [] and job.ran("B", "r3") == []

@@ -69,14 +69,6 @@ class Job(RecoveryJob):
                 fp = e["fingerprint"]
         return fp
 
-    def ran(self, stage: str, run: str) -> list[int]:
-        return sorted(int(n.split("-")[1]) for n in os.listdir(self.marks)
-                      if n.startswith(stage + "-") and n.split("-")[2] == run)
-
-    def log(self, run: str) -> str:
-        with open(self._log(run)) as f:
-            return f.read()
-
 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from helpers import kill_when
+from helpers import kill_group, kill_when, wait_until
 from s3 import MotoS3
 from test_recovery_crash import PARTS, Job, reference  # noqa: F401 - reference: fixture
 
@@ -67,10 +67,6 @@ class S3Job(Job):
     def job_dir(self) -> str:
         return f"{self.dir}/{self.name}"
 
-    def log(self, run: str) -> str:
-        with open(self._log(run), errors="replace") as f:
-            return f.read()
-
     def holder(self, files):
         from fullwindow.recovery import lease
 
@@ -78,9 +74,7 @@ class S3Job(Job):
 
 
 def _kill(p):
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(30)
+    kill_group(p)
 
 
 def test_the_store_reports_what_recovery_needs_and_the_lease_races_on_conditional_writes(
@@ -166,8 +160,8 @@ def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_p
         assert first.poll() is None and time.time() - taken > timeout
         os.killpg(first.pid, signal.SIGSTOP)  # hung: renews nothing
         stopped = time.time()
-        time.sleep(timeout + 1)
-        assert job.holder(files)["state"] == "expired"
+        wait_until(lambda: job.holder(files)["state"] == "expired", timeout + 30,
+                   "the stopped driver's lease expired")
         job.run("r3", lease_timeout=f"{timeout:g}s")
         assert "taking over from" in job.log("r3")
         assert job.output() == reference

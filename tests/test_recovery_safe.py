@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from fullwindow.errors import ConfigurationError, FullWindowError
 from fullwindow.recovery import _fs, lease
 from fullwindow.recovery.eventstore import EventStore
-from helpers import ROOT
+from helpers import ROOT, fast_jvm
 
 #: job ids that are not one directory name, and what each would have meant as a path
 BAD_IDS = ["..", "x/../..", ".", "", "  ", "a/b", "/", "../rec", "a\\b", "x\x00y"]
@@ -96,7 +96,7 @@ def cleanup_cases_on(fs, spark, base: str) -> None:
 
 
 def _cli(*args, timeout=120):
-    env = dict(os.environ)
+    env = fast_jvm(dict(os.environ))  # a command that starts a JVM (a Hadoop file system's)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "fullwindow.recovery", *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=timeout)

@@ -18,6 +18,7 @@ from test_recovery_crash import PARTS, Job  # the classic crash tests' job
 from test_recovery_writes import A_ROWS as WRITES_A, B_ROWS as WRITES_B, Job as WritesJob
 from test_recovery_writes import lines, refused_after_a_crash_before_the_record
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
+from helpers import fast_jvm, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +39,8 @@ def server(tmp_path_factory):
     ctl = str(tmp_path_factory.mktemp("ctl"))
     # recovery turned on in the server's settings: its sessions inherit it (the server's own
     # session opens no job of its own)
-    s = ConnectServer(launcher=True, env={"FW_CTL": ctl},
+    # FAST_JVM_OPTIONS: the server is killed and started again by the tests (issue 49)
+    s = ConnectServer(launcher=True, env={"FW_CTL": ctl, **fast_jvm({})},
                       conf={"spark.sql.shuffle.partitions": "4",
                             "spark.fullwindow.recovery.enabled": "true"})
     s.ctl = ctl
@@ -71,10 +73,8 @@ def _kill_and_resume(job: "ConnectJob", server: ConnectServer) -> tuple[str, str
     runs the client program again: the output is exact, A (wholly committed) did not run again,
     B ran just its unfinished partitions. Returns A's and B's fingerprints."""
     client = job.start("r1", slow=1.5)
-    deadline = time.time() + 240
-    while time.time() < deadline and not job.finished(job.fingerprints()[1]):
-        assert client.poll() is None, open(job._log("r1")).read()[-3000:]
-        time.sleep(0.1)
+    wait_until(lambda: job.finished(job.fingerprints()[1]), 240, "a partition of B finished",
+               client, lambda: job.log("r1"))
     server.kill()  # the driver crashes (launcher, JVM and workers: one process group)
     a, b = job.fingerprints()
     done_b = job.finished(b)
@@ -243,10 +243,8 @@ def test_a_committed_write_is_not_written_again_after_the_server_is_killed(serve
     next run skips write 1 (nothing computed) and writes B once."""
     job = ConnectWritesJob(tmp_path, "connect-writes", server)
     client = job.start("r1", slow=2.0, writes="append,append")
-    deadline = time.time() + 240
-    while time.time() < deadline and not job.ran("B", "r1"):
-        assert client.poll() is None, open(job._log("r1")).read()[-3000:]
-        time.sleep(0.1)
+    wait_until(lambda: job.ran("B", "r1"), 240, "B's function ran", client,
+               lambda: job.log("r1"))
     server.kill()
     try:
         client.wait(60)
