@@ -173,6 +173,18 @@ def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subpro
                           capture_output=True, text=True, timeout=timeout)
 
 
+def short_jvm_env() -> dict[str, str]:
+    """Environment (for ``run_python``'s ``env`` or a subprocess's) under which every JVM a child
+    process starts compiles with the JIT's first tier only (``-XX:TieredStopAtLevel=1``, through
+    ``JDK_JAVA_OPTIONS``, which the ``java`` launcher reads). For children whose JVM lives for a
+    check or two on tiny data (a session's set-up error, a benchmark harness's smoke run): there
+    tiered compilation's second tier burns more CPU on warm-up than it saves (about a third of
+    such a JVM's CPU, measured), and nothing these tests check depends on how fast code runs.
+    The JVM notes the setting on stderr ("Picked up JDK_JAVA_OPTIONS")."""
+    options = os.environ.get("JDK_JAVA_OPTIONS", "")
+    return {"JDK_JAVA_OPTIONS": f"{options} -XX:TieredStopAtLevel=1".strip()}
+
+
 def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 240) -> None:
     """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
     its JVM and the JVM's Python workers) as soon as ``condition()`` holds; fails the test if
