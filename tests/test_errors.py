@@ -164,7 +164,7 @@ def plain_session_run_python() -> dict:
         except fullwindow.FullWindowSetupError as e:
             caught["session"] = str(e)
         print("CAUGHT " + json.dumps(caught))
-    """, env=short_jvm_env())
+    """, timeout=600, env=short_jvm_env())  # both checks: twice a check's 300 s
     line = next((l for l in r.stdout.splitlines() if l.startswith("CAUGHT ")), None)
     assert line is not None, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads(line[len("CAUGHT "):])
