@@ -11,12 +11,7 @@ import sys
 
 import pytest
 
-from helpers import short_jvm_env
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# These runs check that the harness works (what it prints and records), not how fast anything
-# runs: every JVM they start compiles with the JIT's first tier only (helpers.short_jvm_env)
-QUICK_ENV = {**os.environ, **short_jvm_env()}
 
 
 def test_quick_benchmark_prints_a_ratio(tmp_path):
@@ -24,7 +19,7 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--cases", "sort_one_key",
          "--rows", "50000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
-        cwd=ROOT, env=QUICK_ENV, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     row = next((line for line in proc.stdout.splitlines() if line.startswith("sort_one_key")),
                None)
@@ -59,7 +54,7 @@ def test_quick_benchmark_measures_every_native_form_of_the_shape(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--cases", "cogroup_in_arrow",
          "--rows", "20000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
-        cwd=ROOT, env=QUICK_ENV, capture_output=True, text=True, timeout=400)
+        cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stored = json.loads((tmp_path / "results.json").read_text())["cases"]["cogroup_in_arrow"]
     natives = {"native": "cogroup().applyInPandas",
@@ -135,8 +130,7 @@ def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
     command = [sys.executable, "-m", "benchmarks", "--quick", "--warmup", "1",
                "--drop-slower-than", "1", "--cases", "keyed_map_partition_in_arrow_few_keys",
                "--rows", "20000", "--out-dir", str(tmp_path / "out"), "--results", str(results)]
-    proc = subprocess.run(command, cwd=ROOT, env=QUICK_ENV, capture_output=True, text=True,
-                          timeout=400)
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     store_path = tmp_path / "results.json"
     stored = json.loads(store_path.read_text())["cases"]["keyed_map_partition_in_arrow_few_keys"]
@@ -158,8 +152,7 @@ def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
     whole["cases"]["keyed_map_partition_in_arrow_few_keys"]["status"] = "stale"
     store_path.write_text(json.dumps(whole))
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--render", "--results",
-                           str(results)], cwd=ROOT, env=QUICK_ENV, capture_output=True, text=True,
-                          timeout=60)
+                           str(results)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = json.loads(store_path.read_text())["cases"]["keyed_map_partition_in_arrow_few_keys"]
     assert again["status"] in ("PASS", "MISS")
@@ -227,7 +220,7 @@ def test_heavy_key_wide_variants_run(tmp_path):
          str(payload), "--timeout", "240", "--settings", "driver 1 GiB + Python 1 GiB",
          "--variants", "cogroup_pandas_wide,native_cogroup_arrow_wide",
          "--out-dir", str(tmp_path / "out"), "--no-record"],
-        cwd=ROOT, env=QUICK_ENV, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("| driver 1 GiB")]
     assert len(table) == 2, proc.stdout
@@ -303,15 +296,13 @@ def test_the_keyed_pandas_cases_are_judged_against_the_form_design_names():
     assert line_40["status"] == "MISS" and "bar_ratio_stats" not in line_40
 
 
-def test_connect_benchmark_measures_every_native_form_over_connect(tmp_path, monkeypatch):
+def test_connect_benchmark_measures_every_native_form_over_connect(tmp_path):
     """benchmarks/connect.py part 2, tiny: over a real local Connect server, ours against every
     native form of the shape this line has; the headline names the fastest of the forms the bar
     counts, every form is timed or says why not, and the baseline's ratio is kept beside it."""
     from benchmarks import connect
     from benchmarks.natives import cogroup_natives, keyed_row_natives
 
-    for key, value in short_jvm_env().items():  # the workers connect.run starts inherit it
-        monkeypatch.setenv(key, value)
     record = connect.run(rows=20_000, rounds=1, warmup=0, out_dir=str(tmp_path), parts=(2,))
     by_name = {r["name"]: r for r in record["results"]}
     assert set(by_name) == {s[0] for s in connect.SHAPES}
