@@ -296,6 +296,14 @@ def _group_members(pgid: int) -> list[int]:
     return out
 
 
+def short_jvm_env() -> dict[str, str]:
+    """An environment (for ``run_python``'s ``env`` or a subprocess's) under which every JVM a
+    child process starts runs with FAST_JVM_OPTIONS: for children whose JVM lives for a check or
+    two on tiny data (a session's set-up error). The JVM notes the setting on stderr ("Picked up
+    JDK_JAVA_OPTIONS")."""
+    return fast_jvm({"JDK_JAVA_OPTIONS": os.environ.get("JDK_JAVA_OPTIONS", "")})
+
+
 def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 240) -> None:
     """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
     its JVM and the JVM's Python workers) as soon as ``condition()`` holds; fails the test if

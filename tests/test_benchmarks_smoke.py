@@ -19,7 +19,7 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--cases", "sort_one_key",
          "--rows", "50000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240)
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     row = next((line for line in proc.stdout.splitlines() if line.startswith("sort_one_key")),
                None)

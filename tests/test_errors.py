@@ -2,13 +2,16 @@
 Python exception naming the argument, not a JVM stack dump."""
 from __future__ import annotations
 
+import functools
+import json
+
 import pytest
 from pyspark.sql import functions as F
 
 import fullwindow
 from fullwindow import (FullWindowAnalysisError, FullWindowError, FullWindowSetupError,
                         FullWindowTypeError, FullWindowValueError, KeyNotSortableError, Order)
-from helpers import run_python
+from helpers import run_python, short_jvm_env
 
 
 @pytest.fixture(scope="module")
@@ -139,19 +142,40 @@ def test_session_rejects_non_mapping_conf():
 
 # ---- sessions that lack the jar or the extension: each needs a JVM of its own ----------------
 
-def test_missing_jar_says_how_to_fix():
+@functools.lru_cache(maxsize=None)
+def plain_session_run_python() -> dict:
+    """One child process with a plain session (neither the jar nor the extension) for the two
+    checks that need one, in the order each test had in a child of its own: sortPartition on
+    it (the jar is missing), then fullwindow.session() over it (a plain session is running).
+    Each check's error message is kept apart, and each test asserts on its own: one JVM start
+    instead of two."""
     r = run_python("""
+        import json
         from pyspark.sql import SparkSession
         import fullwindow
         spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        caught = {}
         try:
             spark.range(3).fullWindowPartition().sortPartition("id")
         except fullwindow.FullWindowSetupError as e:
-            print("CAUGHT", e)
-    """)
-    assert "CAUGHT" in r.stdout, r.stderr[-3000:]
-    assert "jar is not on the driver's class path" in r.stdout
-    assert "fullwindow.session(" in r.stdout and "--jars" in r.stdout
+            caught["sortPartition"] = str(e)
+        try:
+            fullwindow.session(master="local[1]")
+        except fullwindow.FullWindowSetupError as e:
+            caught["session"] = str(e)
+        print("CAUGHT " + json.dumps(caught))
+    """, timeout=600, env=short_jvm_env())  # both checks: twice a check's 300 s
+    line = next((l for l in r.stdout.splitlines() if l.startswith("CAUGHT ")), None)
+    assert line is not None, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(line[len("CAUGHT "):])
+
+
+def test_missing_jar_says_how_to_fix():
+    caught = plain_session_run_python()
+    assert "sortPartition" in caught, caught
+    message = caught["sortPartition"]
+    assert "jar is not on the driver's class path" in message
+    assert "fullwindow.session(" in message and "--jars" in message
 
 
 def test_missing_extension_says_how_to_fix():
@@ -164,7 +188,7 @@ def test_missing_extension_says_how_to_fix():
             spark.range(3).fullWindowPartition().sortPartition("id")
         except fullwindow.FullWindowSetupError as e:
             print("CAUGHT", e)
-    """)
+    """, env=short_jvm_env())
     assert "CAUGHT" in r.stdout, r.stderr[-3000:]
     assert "extension is not registered" in r.stdout
     assert "spark.sql.extensions=fullwindow.sql.FullWindowExtensions" in r.stdout
@@ -187,14 +211,6 @@ def test_configure_keeps_other_extensions_and_jars():
 
 
 def test_session_over_a_running_plain_session_is_an_error():
-    r = run_python("""
-        from pyspark.sql import SparkSession
-        import fullwindow
-        SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-        try:
-            fullwindow.session(master="local[1]")
-        except fullwindow.FullWindowSetupError as e:
-            print("CAUGHT", e)
-    """)
-    assert "CAUGHT" in r.stdout, r.stderr[-3000:]
-    assert "spark.stop()" in r.stdout
+    caught = plain_session_run_python()
+    assert "session" in caught, caught
+    assert "spark.stop()" in caught["session"]

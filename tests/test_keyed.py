@@ -702,22 +702,28 @@ def test_bad_schema(df):
 
 # ---- a key much larger than memory --------------------------------------------------------------
 
-HEAVY_ROWS = 20_000_000
+HEAVY_ROWS = 8_000_000
+# The execution memory of the 1 GiB driver: (heap - 300 MiB) x 0.3, at most about 210 MiB, less
+# than the heavy key's 7.2M records take in the sort (about 290 MB of UnsafeRows and pointers),
+# so its sort spills with fewer records than the default fraction (0.6) needed (20M).
+HEAVY_MEMORY_FRACTION = "0.3"
 
 
 def test_heavy_key_streams_through_a_1g_driver():
-    """20M records, 18M of them under one key, through keyed mapPartition in local mode with a
-    1 GiB driver. Held as Python Rows the heavy key would take about 2 GB in the worker; the
-    function counts it while tracking its own worker's memory, which must stay flat. The key
-    also overflows the JVM's execution memory, so Spark's sort spills it to disk."""
+    """8M records, 7.2M of them under one key, through keyed mapPartition in local mode with a
+    1 GiB driver. Held as Python Rows the heavy key would take about 0.8 GB in the worker,
+    several times the bound below; the function counts it while tracking its own worker's
+    memory, which must stay flat. The key also overflows the JVM's execution memory, so Spark's
+    sort spills it to disk."""
     proc = run_python(f"""
         import json
         import fullwindow
         from pyspark.sql import functions as F
 
         spark = fullwindow.session(master="local[2]", conf={{
-            "spark.driver.memory": "1g", "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"}})
+            "spark.driver.memory": "1g", "spark.memory.fraction": "{HEAVY_MEMORY_FRACTION}",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4"}})
         spark.sparkContext.setLogLevel("ERROR")
         n = {HEAVY_ROWS}
         # 90% of the records have key 0; the rest spread over 100 small keys
@@ -769,6 +775,6 @@ def test_heavy_key_streams_through_a_1g_driver():
     assert rows[0][0] == heavy_n
     assert rows[0][1] == sum(range(HEAVY_ROWS)) - sum(range(0, HEAVY_ROWS, 10))
     assert sum(n for n, _, _ in rows.values()) == HEAVY_ROWS
-    # ~2 GB of Rows if the key were held; streaming keeps the worker flat
+    # ~0.8 GB of Rows if the key were held; streaming keeps the worker flat
     assert rows[0][2] < 150 * 2**20, f"the worker grew by {rows[0][2] / 2**20:.0f} MiB"
     assert result["spill"] > 0  # the heavy key did not fit in the sort's memory

@@ -23,6 +23,8 @@ import math
 import random
 import struct
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, DecimalType,
@@ -134,15 +136,59 @@ def _columns(spec, tie_break=True):
     return cols + [F.col("id").asc()] if tie_break else cols
 
 
+def arrow_partitions(df) -> list[pa.Table]:
+    """The rows of each partition of ``df``, in order, as Arrow tables: collected through Arrow by
+    ``df``'s own execution (so ``fullwindow.operator_metrics(df)`` reads that run), cut at each
+    partition's row count (counted in the JVM). ``helpers.partitions`` hands every row to a
+    Python worker and back as a Row; at the hundreds of thousands of rows the tests across runs
+    sort, that was most of this module's time."""
+    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    if hasattr(df, "toArrow"):
+        table = df.toArrow()
+    else:  # 3.5
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        table = pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+    parts, at = [], 0
+    for p in range(max(counts, default=-1) + 1):
+        parts.append(table.slice(at, counts.get(p, 0)))
+        at += counts.get(p, 0)
+    assert at == table.num_rows, (counts, table.num_rows)
+    return parts
+
+
+def _exact(table: pa.Table) -> list[pa.Array]:
+    """``table``'s columns to compare exactly, as ``_canon``'s repr does: floating-point values
+    by their bits (-0.0 is not 0.0), every NaN alike, nulls apart from every value."""
+    out = []
+    for col in table.columns:
+        arr = col.combine_chunks()
+        if pa.types.is_floating(arr.type):
+            values = arr.fill_null(0).to_numpy(zero_copy_only=False)
+            bits = values.view(np.int64 if values.dtype == np.float64 else np.int32).copy()
+            bits[np.isnan(values)] = -1  # a NaN's bits: no number has them
+            arr = pa.array(bits, mask=np.asarray(arr.is_null()))
+        out.append(arr)
+    return out
+
+
+def _first_difference(got: pa.Table, want: pa.Table) -> str:
+    g, w = got.to_pylist(), want.to_pylist()
+    at = next((i for i, (a, b) in enumerate(zip(g, w)) if repr(a) != repr(b)),
+              min(len(g), len(w)))
+    return f"row {at}: {g[at] if at < len(g) else None!r} against {w[at] if at < len(w) else None!r}"
+
+
 def assert_like_native(df, spec, tie_break=True, columnar=True):
     cols = _columns(spec, tie_break)
     ours = df.fullWindowPartition().sortPartition(cols)
     assert ("columnar=true" in executed_plan(ours)) == columnar, executed_plan(ours)
-    got = _canon(partitions(ours))
-    want = _canon(partitions(df.sortWithinPartitions(*cols)))
-    assert [len(p) for p in got] == [len(p) for p in want]
+    got = arrow_partitions(ours)
+    want = arrow_partitions(df.sortWithinPartitions(*cols))
+    assert [p.num_rows for p in got] == [p.num_rows for p in want]
     for i, (g, w) in enumerate(zip(got, want)):
-        assert g == w, f"partition {i} differs from sortWithinPartitions for {spec}"
+        assert all(a.equals(b) for a, b in zip(_exact(g), _exact(w))), \
+            f"partition {i} differs from sortWithinPartitions for {spec}: {_first_difference(g, w)}"
     return ours
 
 
@@ -646,13 +692,16 @@ def test_decimal_keys_across_runs(small_memory, tmp_path):
 
 def test_equal_keys_keep_input_order_across_runs(small_memory):
     _, df = small_memory
-    read = partitions(df)
+    read = arrow_partitions(df)
     ours = df.fullWindowPartition().sortPartition([("i", Order.ASCENDING)])
-    for part, before in zip(partitions(ours), read):
-        position = {r[0]: i for i, r in enumerate(before)}
+    got = arrow_partitions(ours)
+    assert [p.num_rows for p in got] == [p.num_rows for p in read]
+    for part, before in zip(got, read):
+        position = {r: i for i, r in enumerate(before.column("id").to_pylist())}
         by_key: dict = {}
-        for r in part:
-            by_key.setdefault(r[2], []).append(position[r[0]])
+        for rid, key in zip(part.column("id").to_pylist(), part.column("i").to_pylist()):
+            by_key.setdefault(key, []).append(position[rid])
+        assert len(by_key) > 50
         for positions in by_key.values():
             assert positions == sorted(positions)
     assert fullwindow.operator_metrics(ours)["FullWindowSortPartition.columnarRuns"] >= 2
@@ -673,12 +722,12 @@ def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_
     df = spark.read.parquet(path)
     ours = df.fullWindowPartition().sortPartition([("k", Order.DESCENDING)])
     assert "columnar=true" in executed_plan(ours)
-    got = ours.rdd.mapPartitions(lambda it: [[(r.k, r.v0) for r in it]]).collect()
-    assert sum(len(p) for p in got) == FALLBACK_ROWS
+    got = arrow_partitions(ours)
+    assert sum(p.num_rows for p in got) == FALLBACK_ROWS
     for p in got:
-        keys = [k for k, _ in p]
+        keys = p.column("k").to_pylist()
         assert keys == sorted(keys, reverse=True)
-    assert sorted(v for p in got for _, v in p) == list(range(FALLBACK_ROWS))
+    assert sorted(v for p in got for v in p.column("v0").to_pylist()) == list(range(FALLBACK_ROWS))
     m = fullwindow.operator_metrics(ours)
     assert m["FullWindowSortPartition.rowSortFallbacks"] >= 1, m
     assert m["FullWindowSortPartition.numOutputRows"] == FALLBACK_ROWS, m
