@@ -20,7 +20,9 @@ WRITES                 the writes, in order, comma-separated (each writes the sa
                        from two threads of the session); twothreads (writes i and i + 1, into
                        OUT/<i>-twothreads and OUT/<i+1>-twothreads from two threads, started in
                        THREAD_ORDER, forward or reverse, the second once the first has begun;
-                       i + 1 sleeps ROW_SLOW a row); twice (writes i and i + 1: one append of one
+                       i + 1 sleeps ROW_SLOW a row; with ROW_HOLD=1 the second starts once
+                       the first's tasks run, and its rows wait for the first's commit, then
+                       for the kill); twice (writes i and i + 1: one append of one
                        DataFrame into OUT/<i>-twice, made twice, ROW_SLOW a row);
                        delta, deltaOverwrite (DataFrameWriter.save into a Delta table at a path,
                        append or overwrite), deltaSql (SQL INSERT INTO a Delta table of the
@@ -107,7 +109,20 @@ def slow(v):
     import time
 
     time.sleep(float(env("ROW_SLOW", "0.1")))
+    # ROW_HOLD=1: each row waits until the job has recorded a committed write (another
+    # write's, whose tasks had the slots first: this one cannot commit first), for at most
+    # 120 s, then until the kill (this write cannot commit before the test sees the other's
+    # commit either), however fast or slow the machine is.
+    if env("ROW_HOLD", "") == "1":
+        records = os.path.join(os.environ["RECOVERY_DIR"], os.environ["JOB_ID"], "writes")
+        deadline = time.time() + 120
+        while time.time() < deadline or committed(records):
+            time.sleep(0.2)
     return v
+
+
+def committed(records):
+    return any(r.endswith(".committed") for r in os.listdir(records))
 
 
 def begun(target, thread, since):
@@ -270,6 +285,11 @@ def main():
             threads[order[0]].start()
             if os.environ.get("RECOVERY_DIR"):
                 while not begun(f"/{order[0]}-twothreads", threads[order[0]], since):
+                    time.sleep(0.02)
+            if env("ROW_HOLD", "") == "1":  # and its tasks run: they have the slots first
+                while threads[order[0]].is_alive() and not any(
+                        m.startswith(f"W{order[0]}-") and f"-{env('RUN')}-" in m
+                        for m in os.listdir(env("MARKS"))):
                     time.sleep(0.02)
             print(f"THREAD {order[0]} BEGUN", flush=True)
             threads[order[1]].start()

@@ -19,21 +19,17 @@ JOB = os.path.join(ROOT, "tests", "recovery_writes_job.py")
 class Job(RecoveryJob):
     script = JOB
     fresh_output = False  # one set of targets across runs: that is the point here
-    # not with the client compiler only: its slower JVM work (write 1's commit) against the
-    # Python sleeps let write 2 commit before the kill point of
-    # test_writes_from_threads_match_in_another_start_order (seen at load 10-25)
-    fast_jvm = False
 
     #: where the file writes go (None: under ``out``); a Hadoop URI for HDFS or S3
     targets: str | None = None
 
     def options(self, writes: str = "append,append", extra: str | None = None,
                 action_slow: float | None = None, thread_order: str | None = None,
-                row_slow: float | None = None, **_) -> dict:
+                row_slow: float | None = None, row_hold: str | None = None, **_) -> dict:
         return {"WRITES": writes, "FW_EXTRA_CONF": extra, "TARGETS": self.targets,
                 "ACTION_SLOW": None if action_slow is None else str(action_slow),
                 "THREAD_ORDER": thread_order,
-                "ROW_SLOW": None if row_slow is None else str(row_slow)}
+                "ROW_SLOW": None if row_slow is None else str(row_slow), "ROW_HOLD": row_hold}
 
     def target(self, i: int, kind: str) -> str:
         if kind in ("saveAsTable", "insertInto", "sql", "ctas"):
@@ -438,7 +434,9 @@ def test_writes_from_threads_match_in_another_start_order(tmp_path):
     write 2 is written once, its dead write job's leftovers removed first."""
     job = Job(tmp_path, "thread-order")
     opts = {"writes": "twothreads", "row_slow": 0.25}
-    p = job.start("r1", thread_order="forward", **opts)
+    # once write 1 has committed, write 2's rows wait for the kill: it cannot commit before
+    # the kill, however fast or slow the machine is
+    p = job.start("r1", thread_order="forward", row_hold="1", **opts)
 
     def first_committed() -> bool:  # the job's record of it: made after the sink's marker
         return any(r.endswith(".committed") for r in job.records()) and bool(job.ran("W2", "r1"))
