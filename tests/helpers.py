@@ -163,7 +163,7 @@ def assert_sorted_within(parts: list[list[Any]], key: Callable[[Any], Any], reve
         assert keys == sorted(keys, reverse=reverse), f"partition {i} is not sorted: {keys}"
 
 
-def run_python(code: str, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_python(code: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     """Runs ``code`` in a fresh Python process (a fresh JVM), from the repo root."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(
@@ -304,7 +304,7 @@ def short_jvm_env() -> dict[str, str]:
     return fast_jvm({"JDK_JAVA_OPTIONS": os.environ.get("JDK_JAVA_OPTIONS", "")})
 
 
-def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 240) -> None:
+def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float = 600) -> None:
     """SIGKILLs the process group of ``p`` (a driver started in a session of its own: Python,
     its JVM and the JVM's Python workers) as soon as ``condition()`` holds; fails the test if
     ``p`` ends first or the point is not reached within ``timeout`` seconds."""

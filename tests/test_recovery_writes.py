@@ -132,7 +132,7 @@ def test_a_dead_runs_task_outputs_are_not_published(tmp_path):
     job = Job(tmp_path, "partial")
     p = job.start("r1", slow=0.0, writes="append,append",
                   extra='{"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}')
-    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1, timeout=240)
+    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1)
     job.run("r2", writes="append,append")
     assert job.rows(2, "append") == B_ROWS
     assert not os.path.exists(os.path.join(job.target(2, "append"), "_temporary"))
@@ -206,7 +206,7 @@ def test_every_file_write_mode(tmp_path):
     writes = ",".join(kinds)
     job = Job(tmp_path, "modes")
     p = job.start("r1", slow=0.3, writes=writes)
-    kill_when(p, lambda: bool(job.ran("W5", "r1")), timeout=280)
+    kill_when(p, lambda: bool(job.ran("W5", "r1")))
     job.run("r2", writes=writes)
     for i, kind in enumerate(kinds, start=1):
         assert job.rows(i, kind) == expected(i), kind
@@ -542,7 +542,7 @@ def test_a_job_directory_of_the_earlier_numbering_resumes(tmp_path):
     job = Job(tmp_path, "legacy")
     p = job.start("r1", slow=0.0, writes="append,append",
                   extra='{"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}')
-    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1, timeout=240)
+    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1)
     records = os.path.join(job.dir, job.name, "writes")
     numbers = {}
     for r in job.records():  # <n>.<fp>.<k>.<state> -> <n>.<fp>.<state>
