@@ -344,9 +344,6 @@ class RecoveryJob:
     #: (exactly once), and these jobs' tests are about what the full-window operations recompute
     #: (tests/test_recovery_writes.py keeps one target across runs)
     fresh_output = True
-    #: the driver runs with FAST_JVM_OPTIONS; False where a kill point depends on how fast the
-    #: JVM's own work goes beside the Python functions' sleeps
-    fast_jvm = True
 
     def __init__(self, base, name: str, recovery: bool = True):
         self.base = str(base)
@@ -374,7 +371,7 @@ class RecoveryJob:
                 env[k] = v
         if self.recovery:
             env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
-        return fast_jvm(env) if self.fast_jvm else env
+        return fast_jvm(env)  # every driver: the kill points wait on events, not on speed
 
     def _log(self, run: str) -> str:
         return os.path.join(self.base, f"{self.name}-{run}.log")
