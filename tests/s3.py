@@ -188,12 +188,19 @@ class MotoS3:
 
     def conf(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The Spark conf of a new driver (and its executors) using ``s3a://`` against this
-        server, plus ``extra``."""
+        server, plus ``extra``. The driver process also needs ``driver_env()``."""
         cp = os.pathsep.join(self.jars())
         conf = {f"spark.hadoop.{k}": v for k, v in self.hadoop_conf().items()}
-        conf.update({"spark.driver.extraClassPath": cp, "spark.executor.extraClassPath": cp})
+        conf.update({"spark.executor.extraClassPath": cp})
         conf.update(extra or {})
         return conf
+
+    def driver_env(self) -> dict[str, str]:
+        """The environment that puts the S3A jars on a new driver's class path: at its end
+        (SPARK_DIST_CLASSPATH), not at its head as ``spark.driver.extraClassPath`` would, so
+        that the driver JVM still uses its line's class-data archive (dev/jvm-archive)."""
+        given = os.environ.get("SPARK_DIST_CLASSPATH", "")
+        return {"SPARK_DIST_CLASSPATH": os.pathsep.join(p for p in (given, *self.jars()) if p)}
 
     # requests, from moto's access log
 

@@ -60,9 +60,11 @@ class S3Job(Job):
         super().__init__(base, name)
         self.dir = f"{s3.bucket}/fw-{uuid.uuid4().hex[:8]}"
         self.s3_conf = s3.conf(conf)
+        self.s3_env = s3.driver_env()
 
     def options(self, lease_timeout=None) -> dict:
-        return {"LEASE_TIMEOUT": lease_timeout, "FW_EXTRA_CONF": json.dumps(self.s3_conf)}
+        return {"LEASE_TIMEOUT": lease_timeout, "FW_EXTRA_CONF": json.dumps(self.s3_conf),
+                **self.s3_env}
 
     def job_dir(self) -> str:
         return f"{self.dir}/{self.name}"
@@ -331,7 +333,7 @@ def test_exactly_once_appends_on_s3(tmp_path, s3, spark):
     job.targets = f"{s3.bucket}/out-{uuid.uuid4().hex[:8]}"
     conf = json.dumps(s3.conf({}))
     job.options = lambda writes="append,append", **_: {
-        "WRITES": writes, "FW_EXTRA_CONF": conf, "TARGETS": job.targets}
+        "WRITES": writes, "FW_EXTRA_CONF": conf, "TARGETS": job.targets, **s3.driver_env()}
     w.kill_while_b_computes_then_resume(job, lambda i: job.read(spark, i, "append"))
     w.each_target_has_its_markers(job, lambda i: w.store_markers(spark, job.target(i, "append")))
 
