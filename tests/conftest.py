@@ -35,7 +35,7 @@ SMALL_MEMORY = {"spark.memory.fraction": "0.01", "spark.memory.storageFraction":
 _current: dict = {"spark": None, "conf": None}
 
 
-def _s3a_class_path() -> str:
+def _s3a_class_path() -> list[str]:
     """The S3A connector's jars (tests/s3.py fetches them once, for this pyspark's Hadoop), for
     the shared session's driver class path, so that the S3 recovery tests read the bucket through
     the recovery code's own Hadoop file system: a JVM takes its class path at launch. Empty where
@@ -44,29 +44,27 @@ def _s3a_class_path() -> str:
 
     if os.environ.get("FULLWINDOW_TESTS_S3", "1") == "0":
         s3.SESSION["error"] = "FULLWINDOW_TESTS_S3=0"
-        return ""
+        return []
     try:
         folder = s3.fetch()
         jars = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
     except Exception as err:  # noqa: BLE001 - no S3A for this line: the S3 tests say so
         s3.SESSION["error"] = err
-        return ""
+        return []
     s3.SESSION["classpath"] = os.pathsep.join(jars)
-    return s3.SESSION["classpath"]
+    return jars
 
 
 def _launch(conf: dict):
-    """``fullwindow.session`` with the S3A jars at the end of the driver's class path
-    (SPARK_DIST_CLASSPATH, for the JVM this launches only), not at its head as
-    ``spark.driver.extraClassPath`` would put them: a test JVM uses the line's class-data archive
-    (dev/jvm-archive, about 8 CPU seconds less a start) only when its class path starts with the
-    Spark jars the archive was made from."""
+    """``fullwindow.session`` with the S3A jars at the end of the driver's class path, for the
+    JVM this launches only (``s3.appended_class_path``: the line's class-data archive needs the
+    class path to begin with the Spark jars)."""
     import fullwindow
+    import s3
 
     before = os.environ.get("SPARK_DIST_CLASSPATH")
     if _current["s3a"]:
-        os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join(
-            p for p in (before, _current["s3a"]) if p)
+        os.environ.update(s3.appended_class_path(_current["s3a"]))
     try:
         return fullwindow.session(master="local[2]", conf=conf, app_name="fullwindow-tests")
     finally:

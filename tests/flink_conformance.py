@@ -1,7 +1,7 @@
 """Flink's own tests of what fullwindow implements, ported case by case: their inputs and their
 expected outputs, our code. One set of cases, run by thin modules in every suite:
 tests/test_flink_conformance.py (classic, default line), tests/smoke/ (classic, every other
-line, the installed wheel), tests/connect/ and tests/smoke_connect/ (Spark Connect). Each test's
+line, the installed wheel) and tests/connect/ (Spark Connect, default line). Each test's
 docstring names the Flink test it ports (apache/flink, the class and method); where our result
 differs from Flink's by design it says so, and docs/migration.md lists it.
 

@@ -97,6 +97,15 @@ def hadoop_conf(endpoint: str) -> dict[str, str]:
     }
 
 
+def appended_class_path(jars: list[str]) -> dict[str, str]:
+    """The environment that adds ``jars`` at the end of the class path of a JVM spark-submit
+    starts (SPARK_DIST_CLASSPATH, after what this process's environment has there), not at its
+    head as ``spark.driver.extraClassPath`` would: the JVM then still uses its line's class-data
+    archive (dev/jvm-archive), which needs the class path to begin with the Spark jars."""
+    given = os.environ.get("SPARK_DIST_CLASSPATH", "")
+    return {"SPARK_DIST_CLASSPATH": os.pathsep.join(p for p in (given, *jars) if p)}
+
+
 class MotoS3:
     """One moto S3 server process; ``endpoint`` is ``http://127.0.0.1:<port>`` once started.
     ``conf()`` is the Spark conf of a new driver using ``s3a://<bucket>/...`` against it (the
@@ -196,11 +205,9 @@ class MotoS3:
         return conf
 
     def driver_env(self) -> dict[str, str]:
-        """The environment that puts the S3A jars on a new driver's class path: at its end
-        (SPARK_DIST_CLASSPATH), not at its head as ``spark.driver.extraClassPath`` would, so
-        that the driver JVM still uses its line's class-data archive (dev/jvm-archive)."""
-        given = os.environ.get("SPARK_DIST_CLASSPATH", "")
-        return {"SPARK_DIST_CLASSPATH": os.pathsep.join(p for p in (given, *self.jars()) if p)}
+        """The environment that puts the S3A jars on a new driver's class path
+        (``appended_class_path``)."""
+        return appended_class_path(self.jars())
 
     # requests, from moto's access log
 
