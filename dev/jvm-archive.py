@@ -13,9 +13,21 @@ import tempfile
 import fullwindow
 from pyspark.sql import functions as F
 
+#: "lean" (dev/jvm-archive LINE lean): a session start and one small fullwindow sort only. It dumps
+#: in about 34 CPU seconds, not 73-85, and served the default line's tests as well as the broad
+#: one in the measurements of docs/development.md; used for the other lines, whose suites start
+#: tens of JVMs, not hundreds
+LEAN = sys.argv[1:] == ["lean"]
+
 spark = fullwindow.session(master="local[2]", conf={
     "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2", "spark.sql.execution.arrow.pyspark.enabled": "true"})
+if LEAN:
+    assert spark.range(1000).fullWindowPartition().sortPartition("id").count() == 1000
+    proc = spark.sparkContext._gateway.proc
+    spark.stop()
+    proc.stdin.close()
+    sys.exit(proc.wait(timeout=300))
 df = spark.range(0, 2000, 1, 2).select((F.col("id") % 7).alias("k"), (F.col("id") * 37 % 100).alias("v"))
 assert df.fullWindowPartition().sortPartition("v").count() == 2000
 assert df.keyBy("k").fullWindowPartition().reduce(lambda a, b: a if a.v >= b.v else b).count() == 7

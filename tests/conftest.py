@@ -132,10 +132,10 @@ def python_exe() -> str:
 
 #: The modules that take longest (most of their time waits: driver processes started, killed and
 #: started again, HDFS, YARN, S3 and standalone clusters, lease timeouts, mypy and mkdocs runs),
-#: longest first. dev/test runs the classic suite in two pytest-xdist workers, a module to a
+#: longest first. dev/test runs the classic suite in three pytest-xdist workers, a module to a
 #: worker, handed out in collection order (--no-loadscope-reorder: by default xdist hands out
 #: the modules with the most tests first, whatever the collection order): these go first, so that no long module is left running
-#: alone at the end while the other worker idles. dev/test-times lists each module's time.
+#: alone at the end while the other workers idle. dev/test-times lists each module's time.
 LONGEST_FIRST = [
     "test_benchmarks_smoke", "test_recovery_writes", "test_recovery_hdfs",
     "test_recovery_jobscope", "test_recovery_s3", "test_pandas", "test_docs",

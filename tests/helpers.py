@@ -189,6 +189,34 @@ def fast_jvm(env: dict) -> dict:
     return env
 
 
+#: the job events each RecoveryJob read while one poll's condition is evaluated (None: outside a
+#: poll): a condition such as ``len(job.finished(job.fingerprints()[1])) >= 1`` reads them once
+_POLL_READS: dict | None = None
+
+
+def _poll(condition: Callable[[], Any]) -> tuple[Any, float]:
+    """``condition()`` evaluated once, each job's events read at most once in it; with the
+    seconds it took. A poll of a recovery directory on HDFS or S3 costs tens of milliseconds of
+    CPU (the test's JVM, the store's server): the pollers here wait four times that long before
+    the next one (at most half a second: the kill points' windows are a second or more), so that
+    a wait costs about a fifth of a core, not most of one."""
+    import time
+
+    global _POLL_READS
+    start = time.time()
+    _POLL_READS = {}
+    try:
+        return condition(), time.time() - start
+    finally:
+        _POLL_READS = None
+
+
+def poll_pause(spent: float, every: float) -> float:
+    """The seconds to sleep before the next poll: ``every``, or four times what the last one
+    took if that is longer, up to half a second."""
+    return max(every, min(4 * spent, 0.5))
+
+
 def wait_until(condition: Callable[[], Any], timeout: float, what: str,
                proc: subprocess.Popen | None = None, log: Callable[[], str] | None = None,
                every: float = 0.1) -> Any:
@@ -201,7 +229,7 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str,
 
     deadline = time.time() + timeout
     while True:
-        got = condition()
+        got, spent = _poll(condition)
         if got:
             return got
         if proc is not None and proc.poll() is not None:
@@ -210,7 +238,7 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str,
         if time.time() >= deadline:
             pytest.fail(f"not within {timeout:.0f} s: {what}"
                         + (f":\n{log()[-3000:]}" if log else ""))
-        time.sleep(every)
+        time.sleep(poll_pause(spent, every))
 
 
 def run_begun(fs: Any, job_dir: str) -> bool:
@@ -317,10 +345,11 @@ def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float
     while time.time() < deadline:
         if p.poll() is not None:
             pytest.fail("the job ended before the kill point was reached")
-        if condition():
+        hit, spent = _poll(condition)
+        if hit:
             kill_group(p)  # the driver, its JVM and its workers, until they are reaped
             return
-        time.sleep(0.1)
+        time.sleep(poll_pause(spent, 0.1))
     os.killpg(p.pid, signal.SIGKILL)
     pytest.fail("the kill point was not reached in time")
 
@@ -407,9 +436,15 @@ class RecoveryJob:
 
         from fullwindow.recovery import job_events
 
+        key = (self.dir, self.name)
+        if _POLL_READS is not None and key in _POLL_READS:
+            return _POLL_READS[key]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return job_events(self.dir, self.name)
+            got = job_events(self.dir, self.name)
+        if _POLL_READS is not None:
+            _POLL_READS[key] = got
+        return got
 
     def finished(self, fp: str | None) -> set[int]:
         return {e["partition"] for e in self.events()

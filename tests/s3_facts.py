@@ -408,6 +408,7 @@ def main() -> int:
         moto.make_bucket(BUCKET)
         from pyspark.sql import SparkSession
 
+        os.environ.update(moto.driver_env())  # the S3A jars, for the JVM launched below
         builder = SparkSession.builder.master("local[1]").appName("s3-facts")
         for k, v in moto.conf({"spark.ui.enabled": "false"}).items():
             builder = builder.config(k, v)

@@ -82,36 +82,16 @@ def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark
     assert [e["fingerprint"] for e in inputs] == [f"{b}/input0"]
 
 
-def test_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs, files, spark):
+def test_corrupt_record_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs, files, spark):
+    """One finished job, harmed three ways in turn, each followed by a resume: a corrupt record
+    in its HDFS event segment (only that record's partition runs again), a deleted output file,
+    a damaged one (the same size, other bytes: caught by the CRC32 only)."""
+    from fullwindow.recovery.eventstore import decode_records
+
     job = HdfsJob(tmp_path, "damage", hdfs.uri)
     job.run("r1")
     a, b = job.fingerprints()
 
-    def output_of(partition: int) -> str:
-        return [e for e in job.events() if e["type"] == "taskFinished"
-                and e["fingerprint"] == b and e["partition"] == partition][-1]["path"]
-
-    files.delete(output_of(2))
-    job.run("r2")
-    assert job.output() == reference
-    assert job.ran("A", "r2") == [] and job.ran("B", "r2") == [2]
-    assert any(e["type"] == "vertexReset" and e["partitions"] == [2] for e in job.events())
-
-    victim = output_of(1)
-    data = bytearray(files.read(victim))
-    data[len(data) // 2] ^= 0xFF
-    rewrite(files, victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
-    job.run("r3")
-    assert job.output() == reference
-    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [1]
-
-
-def test_corrupt_record_in_an_hdfs_segment(tmp_path, reference, hdfs, files, spark):
-    from fullwindow.recovery.eventstore import decode_records
-
-    job = HdfsJob(tmp_path, "corrupt", hdfs.uri)
-    job.run("r1")
-    a, b = job.fingerprints()
     [segment] = [n for n in files.listdir(f"{job.job_dir()}/events") if n.startswith("segment-")]
     path = f"{job.job_dir()}/events/{segment}"
     data = files.read(path)
@@ -127,6 +107,24 @@ def test_corrupt_record_in_an_hdfs_segment(tmp_path, reference, hdfs, files, spa
     assert job.output() == reference
     # the corrupt record alone was skipped: only its partition ran again
     assert job.ran("B", "r2") == [lost] and job.ran("A", "r2") == []
+
+    def output_of(partition: int) -> str:
+        return [e for e in job.events() if e["type"] == "taskFinished"
+                and e["fingerprint"] == b and e["partition"] == partition][-1]["path"]
+
+    files.delete(output_of(2))
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [2]
+    assert any(e["type"] == "vertexReset" and e["partitions"] == [2] for e in job.events())
+
+    victim = output_of(1)
+    data = bytearray(files.read(victim))
+    data[len(data) // 2] ^= 0xFF
+    rewrite(files, victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
+    job.run("r4")
+    assert job.output() == reference
+    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == [1]
 
 
 _TORN_WRITER = """

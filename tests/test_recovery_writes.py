@@ -126,13 +126,34 @@ def test_a_committed_append_is_not_written_again(tmp_path):
     assert "committed" in render(st) and "1-append (Append)" in render(st)
 
 
-def test_a_dead_runs_task_outputs_are_not_published(tmp_path):
-    """Killed while write 2's tasks run: some of them committed under ``_temporary``; the
-    resumed write publishes exactly its own rows."""
-    job = Job(tmp_path, "partial")
+@pytest.fixture(scope="module")
+def killed_in_write_2(tmp_path_factory):
+    """A run killed while write 2's tasks ran (some of them committed under ``_temporary``),
+    once for the module: each call gives a Job on a fresh copy of what it left, at the same
+    paths (the job's records and markers name its targets). Two tests resume it, each its own
+    way; one killed run serves both (issue 49: a driver start is ~20 CPU seconds)."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("killed-in-write-2")
+    job = Job(base, "dead")
     p = job.start("r1", slow=0.0, writes="append,append",
                   extra='{"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}')
     kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1)
+    snapshot = f"{base}.left"
+    shutil.copytree(base, snapshot, symlinks=True)
+
+    def fresh() -> Job:
+        shutil.rmtree(base)
+        shutil.copytree(snapshot, base, symlinks=True)
+        return Job(base, "dead")
+
+    return fresh
+
+
+def test_a_dead_runs_task_outputs_are_not_published(killed_in_write_2):
+    """Killed while write 2's tasks run: some of them committed under ``_temporary``; the
+    resumed write publishes exactly its own rows."""
+    job = killed_in_write_2()
     job.run("r2", writes="append,append")
     assert job.rows(2, "append") == B_ROWS
     assert not os.path.exists(os.path.join(job.target(2, "append"), "_temporary"))
@@ -531,7 +552,7 @@ def test_two_identical_writes_match_by_occurrence(tmp_path):
         (fp, 1, "committed", 2), (fp, 2, "committed", 1)], st
 
 
-def test_a_job_directory_of_the_earlier_numbering_resumes(tmp_path):
+def test_a_job_directory_of_the_earlier_numbering_resumes(killed_in_write_2):
     """A job directory as fullwindow wrote it before writes were identified by fingerprint and
     occurrence (records ``<n>.<fingerprint>.<state>``, target markers
     ``<job>.<n>.<fingerprint>.<state>.<uuid>``), made here from a run killed while write 2's
@@ -539,10 +560,7 @@ def test_a_job_directory_of_the_earlier_numbering_resumes(tmp_path):
     between the sink's commit and the job's record). The resumed run skips write 1 (its sink's
     marker under the old id), undoes what write 2's dead write job left under its old id, and
     writes 2 once."""
-    job = Job(tmp_path, "legacy")
-    p = job.start("r1", slow=0.0, writes="append,append",
-                  extra='{"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}')
-    kill_when(p, lambda: len(job.ran("W2", "r1")) >= 1)
+    job = killed_in_write_2()
     records = os.path.join(job.dir, job.name, "writes")
     numbers = {}
     for r in job.records():  # <n>.<fp>.<k>.<state> -> <n>.<fp>.<state>
@@ -578,7 +596,7 @@ def test_a_job_directory_of_the_earlier_numbering_resumes(tmp_path):
     assert job.ran("W1", "r2") == [] and job.ran("A", "r2") == []
     assert not os.path.exists(os.path.join(job.target(2, "append"), "_temporary"))
     log = open(job._log("r2")).read()
-    assert "write 1 of job legacy (files: " in log and "the files sink holds its commit" in log
+    assert "write 1 of job dead (files: " in log and "the files sink holds its commit" in log
     # write 2's dead write job (old id) is gone; its resumed one's markers are of the new form
     marks = job.markers(2, "append")
     assert sorted(m.split(".")[-2] for m in marks) == ["committed", "committing", "started"], marks

@@ -27,7 +27,7 @@ import uuid
 import pytest
 
 from hdfs import MiniHDFS, rewrite
-from helpers import PACKAGE_PARENT, ROOT
+from helpers import FAST_JVM_OPTIONS, PACKAGE_PARENT, ROOT, poll_pause
 
 SCRIPT = os.path.join(ROOT, "tests", "recovery_yarn_job.py")
 ROWS, KEYS = 2000, 7
@@ -84,6 +84,12 @@ class YarnJob:
             "--conf", "spark.driver.memory=512m", "--conf", "spark.yarn.am.memory=256m",
             "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.instances=1",
             "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false",
+            # the containers' JVMs (the AM, a cluster-mode driver, the executor) as the tests'
+            # other short-lived JVMs: C1 only and the serial collector (YARN starts them with
+            # an environment of its own: JDK_JAVA_OPTIONS and SPARK_SUBMIT_OPTS do not reach them)
+            "--conf", f"spark.yarn.am.extraJavaOptions={FAST_JVM_OPTIONS}",
+            "--conf", f"spark.driver.extraJavaOptions={FAST_JVM_OPTIONS}",
+            "--conf", f"spark.executor.extraJavaOptions={FAST_JVM_OPTIONS}",
             # Spark's jars are on this machine: nothing to upload for each application
             "--conf", f"spark.yarn.jars=local:{os.path.join(self.spark_home, 'jars')}/*",
             "--conf", "spark.yarn.report.interval=500ms",
@@ -157,11 +163,13 @@ class YarnJob:
 def _wait(condition, timeout: float, what: str, p: subprocess.Popen, log: str):
     deadline = time.time() + timeout
     while time.time() < deadline:
+        start = time.time()
         if condition():
             return
+        spent = time.time() - start  # a read of the job's events on HDFS: tens of ms of CPU
         if p.poll() is not None:
             pytest.fail(f"spark-submit ended ({p.returncode}) before {what}:\n{_tail(log)}")
-        time.sleep(0.2)
+        time.sleep(poll_pause(spent, 0.2))
     pytest.fail(f"not reached within {timeout:.0f} s: {what}\n{_tail(log)}")
 
 

@@ -112,6 +112,7 @@ def test_spark_driver_uses_s3a_against_moto(moto, tmp_path):
                       "spark.hadoop.fs.s3a.multipart.size": "5M"})
     moto.reset_counters()
     run = subprocess.run([sys.executable, str(script), json.dumps(conf), BUCKET],
+                         env={**os.environ, **moto.driver_env()},  # the S3A jars
                          capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])

@@ -136,19 +136,27 @@ def _columns(spec, tie_break=True):
     return cols + [F.col("id").asc()] if tie_break else cols
 
 
+def _to_arrow(df) -> pa.Table:
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    from pyspark.sql.pandas.types import to_arrow_schema  # 3.5
+
+    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+
+
 def arrow_partitions(df) -> list[pa.Table]:
     """The rows of each partition of ``df``, in order, as Arrow tables: collected through Arrow by
     ``df``'s own execution (so ``fullwindow.operator_metrics(df)`` reads that run), cut at each
-    partition's row count (counted in the JVM). ``helpers.partitions`` hands every row to a
-    Python worker and back as a Row; at the hundreds of thousands of rows the tests across runs
-    sort, that was most of this module's time."""
-    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
-    if hasattr(df, "toArrow"):
-        table = df.toArrow()
-    else:  # 3.5
-        from pyspark.sql.pandas.types import to_arrow_schema
+    partition's row count (each row's partition id collected as one Arrow column, no Python
+    worker). ``helpers.partitions`` hands every row to a Python worker and back as a Row; at the
+    hundreds of thousands of rows the tests across runs sort, that was most of this module's
+    time. Not a ``groupBy("p").count()``: in the small-memory session its hash map could find
+    the pool taken by the other task's sort (UNABLE_TO_ACQUIRE_MEMORY, seen under load)."""
+    import pyarrow.compute as pc
 
-        table = pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+    ids = _to_arrow(df.select(F.spark_partition_id().alias("p")))
+    counts = {c["values"].as_py(): c["counts"].as_py() for c in pc.value_counts(ids.column("p"))}
+    table = _to_arrow(df)
     parts, at = [], 0
     for p in range(max(counts, default=-1) + 1):
         parts.append(table.slice(at, counts.get(p, 0)))
