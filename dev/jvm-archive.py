@@ -14,7 +14,7 @@ import fullwindow
 from pyspark.sql import functions as F
 
 #: "lean" (dev/jvm-archive LINE lean): a session start and one small fullwindow sort only. It dumps
-#: in about 34 CPU seconds, not 73-85, and served the default line's tests as well as the broad
+#: in 34-47 CPU seconds, not 73-85, and served the default line's tests as well as the broad
 #: one in the measurements of docs/development.md; used for the other lines, whose suites start
 #: tens of JVMs, not hundreds
 LEAN = sys.argv[1:] == ["lean"]

@@ -194,7 +194,7 @@ def fast_jvm(env: dict) -> dict:
 _POLL_READS: dict | None = None
 
 
-def _poll(condition: Callable[[], Any]) -> tuple[Any, float]:
+def poll_once(condition: Callable[[], Any]) -> tuple[Any, float]:
     """``condition()`` evaluated once, each job's events read at most once in it; with the
     seconds it took. A poll of a recovery directory on HDFS or S3 costs tens of milliseconds of
     CPU (the test's JVM, the store's server): the pollers here wait four times that long before
@@ -229,7 +229,7 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str,
 
     deadline = time.time() + timeout
     while True:
-        got, spent = _poll(condition)
+        got, spent = poll_once(condition)
         if got:
             return got
         if proc is not None and proc.poll() is not None:
@@ -345,7 +345,7 @@ def kill_when(p: subprocess.Popen, condition: Callable[[], bool], timeout: float
     while time.time() < deadline:
         if p.poll() is not None:
             pytest.fail("the job ended before the kill point was reached")
-        hit, spent = _poll(condition)
+        hit, spent = poll_once(condition)
         if hit:
             kill_group(p)  # the driver, its JVM and its workers, until they are reaped
             return

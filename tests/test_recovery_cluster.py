@@ -26,7 +26,7 @@ from collections import Counter
 import pytest
 
 from cluster import StandaloneCluster
-from helpers import fast_jvm, kill_group, poll_pause
+from helpers import fast_jvm, kill_group, poll_once, poll_pause
 from fullwindow.recovery import job_events, recovery_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -150,11 +150,9 @@ class Driver:
 def wait_for(p: subprocess.Popen, what: str, condition, timeout: float, log: str):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        start = time.time()
-        value = condition()
+        value, spent = poll_once(condition)  # on HDFS (test_recovery_hdfs): tens of ms a read
         if value:
             return value
-        spent = time.time() - start  # on HDFS (test_recovery_hdfs): tens of ms of CPU a read
         if p.poll() is not None:
             pytest.fail(f"the driver ended (rc {p.returncode}) before {what}:\n{log_tail(log)}")
         time.sleep(poll_pause(spent, 0.1))

@@ -27,7 +27,7 @@ import uuid
 import pytest
 
 from hdfs import MiniHDFS, rewrite
-from helpers import FAST_JVM_OPTIONS, PACKAGE_PARENT, ROOT, poll_pause
+from helpers import FAST_JVM_OPTIONS, PACKAGE_PARENT, ROOT, poll_once, poll_pause
 
 SCRIPT = os.path.join(ROOT, "tests", "recovery_yarn_job.py")
 ROWS, KEYS = 2000, 7
@@ -163,10 +163,9 @@ class YarnJob:
 def _wait(condition, timeout: float, what: str, p: subprocess.Popen, log: str):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        start = time.time()
-        if condition():
+        hit, spent = poll_once(condition)  # a read of the job's events on HDFS: tens of ms
+        if hit:
             return
-        spent = time.time() - start  # a read of the job's events on HDFS: tens of ms of CPU
         if p.poll() is not None:
             pytest.fail(f"spark-submit ended ({p.returncode}) before {what}:\n{_tail(log)}")
         time.sleep(poll_pause(spent, 0.2))
