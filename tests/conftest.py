@@ -207,3 +207,22 @@ def _module_cpu(request):
     with open(os.path.join(times, name), "a") as f:
         f.write(f"{request.module.__name__}\t{_cpu_seconds(group) - cpu0:.1f}\t"
                 f"{time.monotonic() - wall0:.1f}\n")
+
+
+@pytest.fixture(autouse=True)
+def _test_cpu(request):
+    """The same per test (its fixtures' set-up included, the module's shared ones where this
+    test made them): $FW_TEST_TIMES/test-cpu-<suite>-<worker>.tsv."""
+    import time
+
+    group, times = _cpu_group(), os.environ.get("FW_TEST_TIMES")
+    if not group or not times:
+        yield
+        return
+    cpu0, wall0 = _cpu_seconds(group), time.monotonic()
+    yield
+    name = f"test-cpu-{os.path.basename(os.environ['FW_TEST_CGROUP'])}-" \
+           f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.tsv"
+    with open(os.path.join(times, name), "a") as f:
+        f.write(f"{request.node.nodeid}\t{_cpu_seconds(group) - cpu0:.1f}\t"
+                f"{time.monotonic() - wall0:.1f}\n")
