@@ -211,8 +211,9 @@ def _module_cpu(request):
 
 @pytest.fixture(autouse=True)
 def _test_cpu(request):
-    """The same per test (its fixtures' set-up included, the module's shared ones where this
-    test made them): $FW_TEST_TIMES/test-cpu-<suite>-<worker>.tsv."""
+    """The same per test, its function-scoped fixtures included (pytest sets up module- and
+    session-scoped ones before this one: the module's row counts them):
+    $FW_TEST_TIMES/test-cpu-<suite>-<worker>.tsv."""
     import time
 
     group, times = _cpu_group(), os.environ.get("FW_TEST_TIMES")

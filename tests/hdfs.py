@@ -110,7 +110,12 @@ class MiniHDFS:
                 "yarn.nodemanager.webapp.address": "127.0.0.1:0",
                 # a failed attempt's containers are cleaned up at once
                 "yarn.nodemanager.sleep-delay-before-sigkill.ms": 250,
-                "yarn.am.liveness-monitor.expiry-interval-ms": 60_000,
+                # an application master that has not registered within this time fails its
+                # attempt: on a loaded 2-core machine a cluster-mode driver's AM took over 60 s
+                # to register (issue 49's CI-like run), so its attempt 1 expired and the test
+                # killed attempt 2's driver, with no third attempt left; a killed AM's container
+                # exit is reported at once, so nothing here waits on this expiry
+                "yarn.am.liveness-monitor.expiry-interval-ms": 600_000,
             }.items():
                 cmd += ["-D", f"{key}={value}"]
         with open(self.log, "w") as log:
