@@ -192,8 +192,10 @@ def _cpu_seconds(group: str) -> float:
         return int(f.read()) / 1e9
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _module_cpu(request):
+def _cpu_row(kind: str, label: str):
+    """A generator fixture's body: the CPU seconds (the worker's cgroup) and wall seconds
+    between its set-up and its tear-down, appended as ``label TAB cpu TAB wall`` to
+    $FW_TEST_TIMES/<kind>-cpu-<suite>-<worker>.tsv; nothing where dev/test made no group."""
     import time
 
     group, times = _cpu_group(), os.environ.get("FW_TEST_TIMES")
@@ -202,28 +204,19 @@ def _module_cpu(request):
         return
     cpu0, wall0 = _cpu_seconds(group), time.monotonic()
     yield
-    name = f"module-cpu-{os.path.basename(os.environ['FW_TEST_CGROUP'])}-" \
+    name = f"{kind}-cpu-{os.path.basename(os.environ['FW_TEST_CGROUP'])}-" \
            f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.tsv"
     with open(os.path.join(times, name), "a") as f:
-        f.write(f"{request.module.__name__}\t{_cpu_seconds(group) - cpu0:.1f}\t"
-                f"{time.monotonic() - wall0:.1f}\n")
+        f.write(f"{label}\t{_cpu_seconds(group) - cpu0:.1f}\t{time.monotonic() - wall0:.1f}\n")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_cpu(request):
+    yield from _cpu_row("module", request.module.__name__)
 
 
 @pytest.fixture(autouse=True)
 def _test_cpu(request):
     """The same per test, its function-scoped fixtures included (pytest sets up module- and
-    session-scoped ones before this one: the module's row counts them):
-    $FW_TEST_TIMES/test-cpu-<suite>-<worker>.tsv."""
-    import time
-
-    group, times = _cpu_group(), os.environ.get("FW_TEST_TIMES")
-    if not group or not times:
-        yield
-        return
-    cpu0, wall0 = _cpu_seconds(group), time.monotonic()
-    yield
-    name = f"test-cpu-{os.path.basename(os.environ['FW_TEST_CGROUP'])}-" \
-           f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.tsv"
-    with open(os.path.join(times, name), "a") as f:
-        f.write(f"{request.node.nodeid}\t{_cpu_seconds(group) - cpu0:.1f}\t"
-                f"{time.monotonic() - wall0:.1f}\n")
+    session-scoped ones before this one: the module's row counts them)."""
+    yield from _cpu_row("test", request.node.nodeid)
