@@ -387,7 +387,8 @@ class RecoveryJob:
         """Environment variables for a subclass's options (None: unset)."""
         return {}
 
-    def env(self, run: str, slow: float, variant: str, **options) -> dict:
+    def env(self, run: str, slow: float, variant: str, gate: str | None = None,
+            **options) -> dict:
         if self.fresh_output:
             self.out = os.path.join(self.base, f"out-{self.name}-{run}")
             self.runs = [r for r in getattr(self, "runs", []) if r != run] + [run]
@@ -400,6 +401,8 @@ class RecoveryJob:
                 env[k] = v
         if self.recovery:
             env.update(RECOVERY_DIR=self.dir, JOB_ID=self.name)
+        if gate is not None:
+            env["GATE"] = gate
         return fast_jvm(env)  # every driver: the kill points wait on events, not on speed
 
     def _log(self, run: str) -> str:
@@ -407,7 +410,9 @@ class RecoveryJob:
 
     def start(self, run: str, slow: float = 0.0, variant: str = "1", prefix: tuple = (),
               **options) -> subprocess.Popen:
-        """``prefix``: a command the driver runs under (e.g. strace)."""
+        """``prefix``: a command the driver runs under (e.g. strace); ``gate``: a file the
+        job's script waits for where it supports one (tests/recovery_job.py: before each of
+        B's partitions finishes)."""
         log = open(self._log(run), "w")
         return subprocess.Popen([*prefix, sys.executable, self.script],
                                 env=self.env(run, slow, variant, **options),

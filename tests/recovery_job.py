@@ -9,6 +9,10 @@ SLOW                   seconds each partition's user function sleeps (to be kill
 VARIANT                "2" changes the second operation's code (a changed program)
 LEASE_TIMEOUT          spark.fullwindow.recovery.leaseTimeout (unset: the default)
 FW_EXTRA_CONF          more Spark settings, as a JSON object (e.g. an S3 server's, tests/s3.py)
+GATE                   a file B's partitions wait for before they finish (a driver the test
+                       stops and wakes must still have work to commit when it wakes); set,
+                       Spark's own heartbeat timeout is raised out of the way (a driver stopped
+                       for minutes must fail by its lease, not by its executor's heartbeat)
 FW_REMOTE              a Spark Connect server's URL (sc://...): the job runs as its client
 FW_CTL                 with FW_REMOTE: a directory the server's environment names too; the
                        user functions, which run on the server, read MARKS, RUN and SLOW from
@@ -59,6 +63,15 @@ def fa(rows):
     return out
 
 
+def hold():
+    """Waits for GATE's file, if the run has one."""
+    import time
+
+    gate = env("GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.1)
+
+
 def fb(rows):
     import time
 
@@ -67,6 +80,7 @@ def fb(rows):
         n, t = acc.get(r.k, (0, 0))
         acc[r.k] = (n + 1, t + r.v)
     time.sleep(float(env("SLOW", "0")))
+    hold()
     mark("B")
     return [(k, n, t) for k, (n, t) in sorted(acc.items())]
 
@@ -79,6 +93,7 @@ def fb2(rows):
         n, t = acc.get(r.k, (0, 0))
         acc[r.k] = (n + 1, t + r.v + 0)
     time.sleep(float(env("SLOW", "0")))
+    hold()
     mark("B")
     return [(k, n, t) for k, (n, t) in sorted(acc.items())]
 
@@ -94,6 +109,8 @@ def main():
                      "spark.fullwindow.eventStore.flushInterval": "200ms"})
         if os.environ.get("LEASE_TIMEOUT"):
             conf["spark.fullwindow.recovery.leaseTimeout"] = os.environ["LEASE_TIMEOUT"]
+    if os.environ.get("GATE"):
+        conf.update({"spark.network.timeout": "3600s", "spark.executor.heartbeatInterval": "10s"})
     if os.environ.get("FW_EXTRA_CONF"):
         import json
 
@@ -103,7 +120,7 @@ def main():
         import json
 
         with open(os.path.join(os.environ["FW_CTL"], "run.json"), "w") as f:
-            json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW")}, f)
+            json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW", "GATE")}, f)
         conf = {k: v for k, v in conf.items() if not k.startswith("spark.ui.")}
         spark = fullwindow.session(remote=remote, conf=conf)
     else:

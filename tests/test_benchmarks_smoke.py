@@ -19,7 +19,7 @@ def test_quick_benchmark_prints_a_ratio(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--cases", "sort_one_key",
          "--rows", "50000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     row = next((line for line in proc.stdout.splitlines() if line.startswith("sort_one_key")),
                None)
@@ -54,7 +54,7 @@ def test_quick_benchmark_measures_every_native_form_of_the_shape(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--cases", "cogroup_in_arrow",
          "--rows", "4000", "--out-dir", str(tmp_path / "out"), "--results", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=400)
+        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stored = json.loads((tmp_path / "results.json").read_text())["cases"]["cogroup_in_arrow"]
     natives = {"native": "cogroup().applyInPandas",
@@ -130,7 +130,7 @@ def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
     command = [sys.executable, "-m", "benchmarks", "--quick", "--warmup", "1",
                "--drop-slower-than", "1", "--cases", "keyed_map_partition_in_arrow_few_keys",
                "--rows", "20000", "--out-dir", str(tmp_path / "out"), "--results", str(results)]
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     store_path = tmp_path / "results.json"
     stored = json.loads(store_path.read_text())["cases"]["keyed_map_partition_in_arrow_few_keys"]
@@ -220,7 +220,7 @@ def test_heavy_key_wide_variants_run(tmp_path):
          str(payload), "--timeout", "240", "--settings", "driver 1 GiB + Python 1 GiB",
          "--variants", "cogroup_pandas_wide,native_cogroup_arrow_wide",
          "--out-dir", str(tmp_path / "out"), "--no-record"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("| driver 1 GiB")]
     assert len(table) == 2, proc.stdout

@@ -316,7 +316,8 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
 
     timeout = 8.0
     job = HdfsJob(tmp_path, "fenced", hdfs.uri)
-    first = job.start("r1", slow=8.0, lease_timeout=f"{timeout:g}s")
+    gate = str(tmp_path / "gate")  # B's partitions wait for it: work left to commit on waking
+    first = job.start("r1", slow=1.0, gate=gate, lease_timeout=f"{timeout:g}s")
     try:
         # the first driver holds the lease and has begun its run (its first event is written),
         # not merely made its lease file: stopped inside that create, it could not run at all
@@ -327,9 +328,12 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
                    "the stopped driver's lease expired")
         job.run("r2", lease_timeout=f"{timeout:g}s")
         assert job.output() == reference
+        open(gate, "w").close()
         os.killpg(first.pid, signal.SIGCONT)
         rc = first.wait(180)
-        assert rc != 0 and "lease on job 'fenced' was lost" in job.log_text("r1")
+        log = job.log("r1")
+        assert rc != 0 and "JOB DONE" not in log, log[-3000:]
+        assert "lease on job 'fenced' was lost" in log, log[-3000:]
     finally:
         kill_group(first)
     job.run("r3", lease_timeout=f"{timeout:g}s")

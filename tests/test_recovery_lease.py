@@ -198,7 +198,8 @@ def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(t
 def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, reference):
     job = Job(tmp_path, "hung")
     timeout = 20.0  # a second driver must get to its check within it on a loaded machine
-    first = job.start("r1", slow=1.5, lease_timeout=f"{timeout:g}s")
+    gate = str(tmp_path / "gate")  # B's partitions wait for it: work left to commit on waking
+    first = job.start("r1", slow=1.5, gate=gate, lease_timeout=f"{timeout:g}s")
     try:
         deadline = time.time() + 120
         while not (_committed_any(job) if os.path.isdir(job.dir) else False):
@@ -219,6 +220,7 @@ def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, ref
         # that job's run time is the machine's load, not a wait for the lease
         waited = job.holder()["started"] / 1000 - stopped
         # the hung driver wakes up: its lease is gone, it cancels its work and fails
+        open(gate, "w").close()
         os.killpg(first.pid, signal.SIGCONT)
         rc = first.wait(120)
         log = job.log("r1")

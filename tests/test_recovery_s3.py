@@ -143,8 +143,10 @@ def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_p
     count: it fails, and a later run finds everything committed by the successor."""
     timeout = 8.0
     job = S3Job(tmp_path, "fenced", s3)
-    # slow: still running after the checks below (each stage's 4 partitions take 2 x 8 s)
-    first = job.start("r1", slow=8.0, lease_timeout=f"{timeout:g}s")
+    # B's partitions wait for the gate: still running after the checks below, and with work to
+    # commit when it wakes, however loaded the machine is
+    gate = str(tmp_path / "gate")
+    first = job.start("r1", slow=0.5, gate=gate, lease_timeout=f"{timeout:g}s")
     try:
         deadline = time.time() + 180
         while not (job.holder(files) or {}).get("live"):
@@ -168,6 +170,7 @@ def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_p
         assert "taking over from" in job.log("r3")
         assert job.output() == reference
         assert job.holder(files)["epoch"] == 2
+        open(gate, "w").close()
         os.killpg(first.pid, signal.SIGCONT)
         rc = first.wait(180)
         assert rc != 0 and "JOB DONE" not in job.log("r1"), job.log("r1")[-3000:]

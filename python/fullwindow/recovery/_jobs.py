@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame
 
@@ -219,7 +219,8 @@ class _Runtime:
         self.spark: Any = None
         self.thread: Optional[threading.Thread] = None
         self.stop = threading.Event()
-        self.poll = 0.2
+        self.poll = 0.2  # the wait before trying the JVM again after a failed call
+        self._fw: Optional[Tuple[Any, Any]] = None
 
     def job(self, spark: Any, settings: RecoverySettings, where: str,
             owner: Optional[Dict[str, str]] = None) -> _Job:
@@ -256,7 +257,6 @@ class _Runtime:
             job.touched = time.time()
             fw.registerRecoveryListener(spark._jsparkSession)
             self.spark = spark
-            self.poll = min(self.poll, max(0.02, settings.flush_interval / 2))
             if self.thread is None or not self.thread.is_alive() or self.stop.is_set():
                 # a new event per thread: a stopping thread may still be finishing its wait
                 self.stop = threading.Event()
@@ -270,10 +270,31 @@ class _Runtime:
         with self.lock:
             return [j for j in self.jobs.values() if owner is None or j.owner == owner]
 
+    def _facade(self, spark: Any) -> Any:
+        """The JVM facade of ``spark``, checked once per session (not on every poll)."""
+        known = self._fw
+        if known is not None and known[0] is spark:
+            return known[1]
+        from fullwindow._jvm import facade
+
+        fw = facade(spark)
+        self._fw = (spark, fw)
+        return fw
+
     def _loop(self, stop: threading.Event) -> None:
+        """A long poll: blocks in the JVM until an event is queued (at most a second), then
+        drains under the lock. The JVM keeps the events queued while this thread waits, so
+        close_job and shutdown, which drain under the same lock, never miss one."""
         checked = time.monotonic()
-        while not stop.wait(self.poll):
-            self.drain(0)
+        while not stop.is_set():
+            spark = self.spark
+            try:
+                queued = spark is not None and self._facade(spark).awaitRecoveryEvents(1000)
+            except Exception:  # noqa: BLE001 - the JVM is gone (session stopped, exiting)
+                queued = False
+                stop.wait(self.poll)
+            if queued and not stop.is_set():
+                self.drain(0)
             if time.monotonic() - checked > 2:
                 checked = time.monotonic()
                 self._close_closed_sessions()
@@ -304,12 +325,10 @@ class _Runtime:
             if spark is None:
                 return
             try:
-                from fullwindow._jvm import facade
-
-                raw = list(facade(spark).drainRecoveryEvents(spark._jsparkSession, wait_ms))
+                raw = self._facade(spark).drainRecoveryEvents(spark._jsparkSession, wait_ms)
             except Exception:  # noqa: BLE001 - the JVM is gone (session stopped, exiting)
                 return
-            for text in raw:
+            for text in raw.split("\n") if raw else ():
                 try:
                     event = json.loads(text)
                 except ValueError:

@@ -262,13 +262,18 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   }
 
   /**
-   * The job events queued since the last call, as JSON strings; first waits up to `waitMs` for
+   * The job events queued since the last call, as JSON texts one per line (one string: py4j
+   * would fetch each element of an array in a call of its own); first waits up to `waitMs` for
    * the listener bus to deliver what is pending (0: do not wait).
    */
-  def drainRecoveryEvents(spark: SparkSession, waitMs: Long): Array[String] = {
+  def drainRecoveryEvents(spark: SparkSession, waitMs: Long): String = {
     if (waitMs > 0) FullWindowRecoveryListener.waitForListenerBus(spark.sparkContext, waitMs)
-    FullWindowRecoveryListener.drain()
+    FullWindowRecoveryListener.drain().mkString("\n")
   }
+
+  /** Blocks up to `timeoutMs` until a job event is queued; true if one is (not drained). */
+  def awaitRecoveryEvents(timeoutMs: Long): Boolean =
+    FullWindowRecoveryListener.awaitEvents(timeoutMs)
 
   /**
    * A stable text of `df`'s analyzed plan for fingerprinting: expression ids removed, local data

@@ -50,7 +50,31 @@ object FullWindowRecoveryListener {
   private val queue = new ConcurrentLinkedQueue[String]()
   @volatile private var registeredWith: SparkContext = _
 
-  def post(eventJson: String): Unit = queue.add(eventJson)
+  /** Notified whenever an event is queued (see [[awaitEvents]]). */
+  private val queued = new Object
+
+  def post(eventJson: String): Unit = {
+    queue.add(eventJson)
+    queued.synchronized(queued.notifyAll())
+  }
+
+  /**
+   * Waits up to `timeoutMs` until an event is queued; true if one is. The events stay queued
+   * for [[drain]]: the Python side drains under its own lock, so that no event is ever held by
+   * a thread that has not yet handed it to its job (a long poll instead of a timer: an idle
+   * driver makes one call a second, and an event is drained as soon as it is posted).
+   */
+  def awaitEvents(timeoutMs: Long): Boolean = {
+    val deadline = System.nanoTime() + timeoutMs * 1000000L
+    queued.synchronized {
+      while (queue.isEmpty) {
+        val left = (deadline - System.nanoTime()) / 1000000L
+        if (left <= 0) return false
+        queued.wait(left)
+      }
+    }
+    true
+  }
 
   /**
    * Posts a vertex-initialized event: vertex `fingerprint` of job `jobDir` starts with
