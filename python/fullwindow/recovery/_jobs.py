@@ -228,11 +228,9 @@ class _Runtime:
         Connect server, the session asking (``{"session", "user"}``); a job another session
         of the server runs is a conflict while that session is alive (open, and running a
         Spark job or calling within the lease timeout), else this session takes it over."""
-        from fullwindow._jvm import facade
-
         with self.lock:
             job = self.jobs.get(settings.job_dir)
-            fw = facade(spark)
+            fw = self._facade(spark)
             if job is not None and owner is not None and job.owner != owner:
                 if _session_alive(fw, job):
                     raise RecoveryConflictError(
@@ -271,7 +269,8 @@ class _Runtime:
             return [j for j in self.jobs.values() if owner is None or j.owner == owner]
 
     def _facade(self, spark: Any) -> Any:
-        """The JVM facade of ``spark``, checked once per session (not on every poll)."""
+        """The JVM facade of ``spark``, checked once per session (the drain loop and the
+        Connect sessions' check call it every second or two)."""
         known = self._fw
         if known is not None and known[0] is spark:
             return known[1]
@@ -307,9 +306,7 @@ class _Runtime:
             if not owned or self.spark is None:
                 return
             try:
-                from fullwindow._jvm import facade
-
-                fw = facade(self.spark)
+                fw = self._facade(self.spark)
                 closed = [j for j in owned
                           if j.owner and fw.connectSessionClosed(j.owner["session"])]
             except Exception:  # noqa: BLE001 - the JVM is gone, or an older jar
@@ -345,9 +342,7 @@ class _Runtime:
             job = self.jobs.pop(job_dir, None)
             if self.spark is not None:
                 try:
-                    from fullwindow._jvm import facade
-
-                    facade(self.spark).closeRecoveryJob(job_dir)
+                    self._facade(self.spark).closeRecoveryJob(job_dir)
                 except Exception:  # noqa: BLE001 - the JVM is gone
                     pass
             if job is not None:
