@@ -115,6 +115,9 @@ def _run_child(args: argparse.Namespace) -> int:
         result["setup_s"] = time.perf_counter() - t0
         _log(f"{case.name}: input ready ({scale.rows:,} rows, {scale.partitions} partitions, "
              f"{result['setup_s']:.1f} s)")
+        if case.record_floor is not None:
+            result["record_floor_cpu_s"] = case.record_floor(data)
+            _log(f"{case.name}: per-record Python floor {result['record_floor_cpu_s']:.2f} CPU s")
 
         sc = spark.sparkContext
         jvm = sc._jvm

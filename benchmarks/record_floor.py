@@ -86,6 +86,30 @@ def _steps() -> dict[str, Callable[[list], None]]:
             "fullwindow Row + add": fold(decoder)}
 
 
+def _best_cpu(step: Callable[[list], None], batches: list, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        step(batches)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def parquet_floor(paths: list[str], rounds: int = 3) -> float:
+    """The per-record floor of a keyed_combine case, on its own input: its Parquet files (k, v,
+    x; ``df.inputFiles()``: paths or file: URIs) read with pyarrow in 10,000-row batches, each
+    record decoded into a fullwindow Row and folded per key with the cases' ``add``; the best
+    CPU seconds of ``rounds``, one process. The harness measures it in the case's child
+    (``Case.record_floor``)."""
+    from urllib.parse import urlparse
+
+    import pyarrow.parquet as pq
+
+    batches = [b.select(["k", "v", "x"]) for f in sorted(paths)
+               for b in pq.read_table(urlparse(f).path).to_batches(max_chunksize=10_000)]
+    return _best_cpu(_steps()["fullwindow Row + add"], batches, rounds)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=2_000_000)
@@ -96,11 +120,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.rounds} rounds, one core")
     print(f"{'step':24s} {'CPU s':>7s} {'us/record':>10s}")
     for name, step in _steps().items():
-        best = float("inf")
-        for _ in range(args.rounds):
-            start = time.process_time()
-            step(batches)
-            best = min(best, time.process_time() - start)
+        best = _best_cpu(step, batches, args.rounds)
         print(f"{name:24s} {best:7.3f} {best / args.rows * 1e6:10.3f}")
 
 

@@ -37,6 +37,36 @@ class Native:
 
 
 @dataclasses.dataclass(frozen=True)
+class Check:
+    """One more condition of a case's bar, where DESIGN holds ours to more than its ratio to the
+    fastest native form (the case PASSes only if the ratio and every check hold):
+
+    - ``"ratio"``: the median of the per-round ratios to the fastest timed native form named in
+      ``against`` (native names, e.g. ``"rdd.aggregateByKey"``) is at least ``limit``;
+    - ``"floor"``: the median of ours ÷ the floor named ``against[0]`` (per round, both timed in
+      the same rounds) is at most ``limit``;
+    - ``"record floor"``: ours' median Python workers CPU per run ÷ the per-record Python floor
+      (``Case.record_floor``, measured in the same child on the case's own input) is at most
+      ``limit``.
+    """
+    kind: str
+    limit: float
+    against: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        if self.kind == "ratio":
+            return f"≥ {self.limit:.2f}× {' / '.join(self.against)}"
+        if self.kind == "floor":
+            return f"ours ≤ {self.limit:.2f}× the floor '{self.against[0]}'"
+        return f"ours' Python CPU ≤ {self.limit:.2f}× the per-record floor"
+
+    def brief(self) -> str:
+        """What the result column calls the check's value."""
+        return {"ratio": f"to {' / '.join(self.against)}", "floor": "ours ÷ that floor",
+                "record floor": "Python CPU ÷ per-record floor"}[self.kind]
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     """One benchmark case.
 
@@ -88,6 +118,12 @@ class Case:
     # Python). Timed in the same rounds as the others, interleaved, never ranked or judged: the
     # tables give each floor's median and ours and the fastest native form as multiples of it.
     floors: Sequence[Native] = ()
+    # DESIGN's further conditions of the bar (``Check``): judged with the ratio, shown with it
+    checks: tuple[Check, ...] = ()
+    # ``record_floor(data)``: the CPU seconds a per-record Python function's least work takes on
+    # the case's input in one Python process (benchmarks/record_floor.py), measured once in the
+    # child after ``setup``, for a ``"record floor"`` check
+    record_floor: Callable[[Any], float] | None = None
 
     def scale(self, rows: int | None, quick: bool, out_dir: str) -> Scale:
         n = rows if rows is not None else (self.quick_rows if quick else self.rows)

@@ -63,11 +63,18 @@ def _process_cpu_ratio(res: dict[str, Any], native: str = "native") -> float | N
 def _row(res: dict[str, Any]) -> list[str]:
     """A case's row: the headline ratio is against the fastest native form measured (results
     from before several native forms were measured have only ``native``, which is then it)."""
-    bar = f"≥ {res['bar']:.2f}×" + (f", {res['bar_note']}" if res.get("bar_note") else "")
+    checks = res.get("checks") or []
+    bar = (f"≥ {res['bar']:.2f}×" + "".join(f"; {c['label']}" for c in checks)
+           + (f", {res['bar_note']}" if res.get("bar_note") else ""))
     status = res["status"]
     if res.get("bar_ratio_stats") and status in ("PASS", "MISS"):
         # judged against the form DESIGN's row names, not the headline's fastest form
         status += f" ({_fmt_ratio(res['bar_ratio_stats'])} to {res['bar_native_name']})"
+    if checks and not res.get("error"):
+        status += " (" + "; ".join(
+            f"{c.get('brief') or c['label']} " + ("not measured" if c["value"] is None
+                                                 else f"{c['value']:.2f}×")
+            + ("" if c["ok"] is None else " ✓" if c["ok"] else " ✗") for c in checks) + ")"
     if res.get("error"):
         return [res["name"], f"{res.get('rows', 0):,}", "–", "–", "–", "–", "–", bar,
                 res["status"], "–", "–", "–", "–"]

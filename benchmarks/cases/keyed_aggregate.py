@@ -1,6 +1,6 @@
 """Keyed aggregate(*columns) (Spark's aggregate functions) against Spark's own groupBy(k).agg
-with the same aggregates (DESIGN.md, "Bars for speed": >= 1.0x at 10,000 keys, at 8 keys and
-with every key unique; one key holding half the rows is measured too).
+with the same aggregates (DESIGN.md, "Bars for speed": >= 0.95x, parity within noise, at 10,000
+keys, at 8 keys and with every key unique; one key holding half the rows is measured too).
 
 Both variants read the same Parquet input (2M rows, 4 files) and compute ``count(1)`` and
 ``sum(x)`` per key. Both plans combine before the exchange: Spark's partial aggregation on the
@@ -72,8 +72,9 @@ def _case(name: str, keys: str, bar: float, bar_note: str = "") -> None:
     ))
 
 
-_case("keyed_aggregate_columns", "10,000 keys", 1.0)
-_case("keyed_aggregate_columns_few_keys", "8 large keys", 1.0)
-_case("keyed_aggregate_columns_unique_keys", "every key unique", 1.0)
-_case("keyed_aggregate_columns_heavy_key", "one key holding half the rows", 1.0,
-      "no bar in DESIGN; held to the others' 1.0x")
+# DESIGN: >= 0.95x, parity within noise (the same Spark operators on both sides)
+_case("keyed_aggregate_columns", "10,000 keys", 0.95)
+_case("keyed_aggregate_columns_few_keys", "8 large keys", 0.95)
+_case("keyed_aggregate_columns_unique_keys", "every key unique", 0.95)
+_case("keyed_aggregate_columns_heavy_key", "one key holding half the rows", 0.95,
+      "no bar in DESIGN; held to the others' 0.95x")

@@ -5,8 +5,9 @@ speed"):
 - ``keyBy('k').fullWindowPartition().aggregate(CountSum(), 'n long, s double')`` vs the fastest of
   ``groupBy('k').agg(n(x), s(x))`` with grouped aggregate pandas UDFs (series and iterator forms)
   and Arrow UDFs (4.1+; iterator form 4.2+), and ``rdd.aggregateByKey`` with the same add and
-  merge (the baseline column): >= 2x at 10,000 keys; at 8 keys >= 1.0x the fastest and >= 3x
-  ``rdd.aggregateByKey``.
+  merge (the baseline column): at 10,000 and at 8 keys >= 0.85x the fastest, >= 3x
+  ``rdd.aggregateByKey``, and ours' Python CPU at most 1.5x the per-record floor
+  (benchmarks/record_floor.py, measured on the case's input in the same child).
 - ``keyBy('k').reduce(lambda a, b: (a[0], a[1], a[2] + b[2]))`` vs ``rdd.reduceByKey`` with the
   same function: >= 2x at 10,000 and at 8 keys.
 
@@ -26,7 +27,8 @@ from benchmarks.data import (ONE_PARTITION_PER_FILE, key_floors, low_cardinality
 from benchmarks.natives import (arrow_handoff_floor, count_sum_add, count_sum_merge,
                                 keyed_aggregate_natives, rdd_aggregate_by_key, rdd_reduce_by_key,
                                 reduce_last_plus)
-from benchmarks.registry import Case, register
+from benchmarks.record_floor import parquet_floor
+from benchmarks.registry import Case, Check, register
 
 GROUP = "keyed"
 _CONF = {"spark.driver.memory": "4g", **ONE_PARTITION_PER_FILE}
@@ -82,7 +84,19 @@ def _ours_reduce(df):
     run_noop(df.keyBy("k").reduce(reduce_last_plus))
 
 
-def _aggregate_case(shape: str, bar: float, bar_note: str = "") -> None:
+# DESIGN's bar for the Python aggregate at 10,000 and at 8 keys: >= 0.85x the fastest form
+# (the vectorized UDFs are), >= 3x rdd.aggregateByKey, and ours' Python at most 1.5x the
+# per-record floor (benchmarks/notes/keyed.md: why 2x / 1.0x against the vectorized forms is out
+# of reach for any per-record function)
+_AGGREGATE_CHECKS = (Check("ratio", 3.0, ("rdd.aggregateByKey",)), Check("record floor", 1.5))
+
+
+def _record_floor(df) -> float:
+    return parquet_floor(df.inputFiles())
+
+
+def _aggregate_case(shape: str, bar: float, bar_note: str = "",
+                    checks: tuple[Check, ...] = ()) -> None:
     suffix, text, keys = _SHAPES[shape]
     register(Case(
         name=f"keyed_aggregate_function{suffix}", group=GROUP,
@@ -96,6 +110,7 @@ def _aggregate_case(shape: str, bar: float, bar_note: str = "") -> None:
         bar=bar, bar_note=bar_note, rows=2_000_000, partitions=4,
         spark_conf=_PYTHON_1G if shape == "heavy" else _CONF,
         ours_node="FullWindowKeyedAggregateCombine", native_node=None, floors=_FLOORS,
+        checks=checks, record_floor=_record_floor if checks else None,
         settings={"columns": "k: long key, v: random long, x: double in [0, 1000)",
                   "keys": keys,
                   "ours": "add: (n + 1, s + row.x); merge: (a.n + b.n, a.s + b.s)",
@@ -122,10 +137,11 @@ def _reduce_case(shape: str, bar: float, bar_note: str = "") -> None:
     ))
 
 
-_aggregate_case("10000", 2.0)
-_aggregate_case("8", 1.0, "and >= 3x rdd.aggregateByKey (its column)")
+_aggregate_case("10000", 0.85, checks=_AGGREGATE_CHECKS)
+_aggregate_case("8", 0.85, checks=_AGGREGATE_CHECKS)
 _aggregate_case("unique", 1.0, "no DESIGN bar: combining cannot reduce anything here")
-_aggregate_case("heavy", 1.0, "DESIGN's bar: completes under a 1 GiB Python worker limit")
+_aggregate_case("heavy", 0.85, "DESIGN's bar: completes under a 1 GiB Python worker limit; held "
+                "to the other shapes' 0.85x")
 _reduce_case("10000", 2.0)
 _reduce_case("8", 2.0)
 _reduce_case("unique", 1.0, "no DESIGN bar: combining cannot reduce anything here")
