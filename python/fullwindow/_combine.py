@@ -321,11 +321,19 @@ def combine_reduce(func, in_schema: StructType, key_idx: list[int], encoder, dep
     max_keys = bound.max_keys
     key_of = group_key(in_schema, key_idx)
 
+    width = len(in_schema.fields)
+    new_row = tuple.__new__
+
     def run(batches):
         decoder = RowDecoder(in_schema)
         row_class = decoder.row_class
         as_row = _row_coercer(operation, in_schema, row_class)
 
+        # Per record only what a reduce must do: the user's func, and its result made a Row
+        # again when it is a plain tuple of the row's width (the common case, inline: a call to
+        # as_row cost more than a fifth of the fold). That func kept the key is checked once
+        # per key when the table is handed on (a key changed on the way stays under its old
+        # entry until then, so the check sees it), not after every call.
         def fold(rows, table, on_full):
             get = table.get
             for row in rows:
@@ -337,13 +345,16 @@ def combine_reduce(func, in_schema: StructType, key_idx: list[int], encoder, dep
                     table[k] = row
                     continue
                 acc = func(acc, row)
-                if type(acc) is not row_class:
-                    acc = as_row(acc)
-                if key_of(acc) != k:
-                    raise _key_changed(operation, k, acc)
+                kind = type(acc)
+                if kind is not row_class:
+                    acc = (new_row(row_class, acc) if kind is tuple and len(acc) == width
+                           else as_row(acc))
                 table[k] = acc
 
         def flush(table):
+            for k, acc in table.items():
+                if key_of(acc) != k:
+                    raise _key_changed(operation, k, acc)
             return encoder.encode_all(list(table.values()))
 
         def size_of(_k, row):

@@ -341,6 +341,7 @@ def reduce(func, in_schema, encoder: RowEncoder, depth: int):
         with _Run(batches, in_schema, depth) as r:
             row_class = r.decoder.row_class
             as_row = _row_coercer("reduce", in_schema, row_class)
+            width, new_row = len(in_schema.fields), tuple.__new__
 
             it = r.rows()
             acc = next(it, _MISSING)
@@ -348,8 +349,10 @@ def reduce(func, in_schema, encoder: RowEncoder, depth: int):
                 return
             for row in it:
                 acc = func(acc, row)
-                if type(acc) is not row_class:  # one of the two Rows, mostly: nothing to do
-                    acc = as_row(acc)
+                kind = type(acc)
+                if kind is not row_class:  # one of the two Rows, or a tuple of the width, mostly
+                    acc = (new_row(row_class, acc) if kind is tuple and len(acc) == width
+                           else as_row(acc))
             yield encoder.encode_one(acc)
     return run
 
