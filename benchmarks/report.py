@@ -77,7 +77,8 @@ def judge(case: Case, res: dict[str, Any]) -> dict[str, Any]:
     """The verdict: INVALID when a check failed; NO BAR when the line has none of the native
     forms the bar names (the ratio shown is then against the baseline); else PASS when the
     headline ratio's median reaches the case's bar (the ratio to the fastest of
-    ``case.bar_natives`` instead, when the case names them)."""
+    ``case.bar_natives`` instead, when the case names them) and every one of ``case.checks``
+    holds; MISS when one of them does not; NOT JUDGED when the run did not measure a check."""
     res["checks"] = [_check(c, res) for c in case.checks]
     if res.get("problems"):
         res["status"] = "INVALID (" + "; ".join(res["problems"]) + ")"
