@@ -74,8 +74,9 @@ def _floor_stats(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def judge(case: Case, res: dict[str, Any]) -> dict[str, Any]:
-    """The verdict: INVALID when a check failed; NO BAR when the line has none of the native
-    forms the bar names (the ratio shown is then against the baseline); else PASS when the
+    """The verdict: INVALID when the run itself is in doubt (a plan node missing, no spill);
+    NO BAR when the line has none of the native forms the bar names (the ratio shown is then
+    against the baseline); else PASS when the
     headline ratio's median reaches the case's bar (the ratio to the fastest of
     ``case.bar_natives`` instead, when the case names them) and every one of ``case.checks``
     holds; MISS when one of them does not; NOT JUDGED when the run did not measure a check."""
