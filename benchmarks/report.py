@@ -29,6 +29,22 @@ def _load(path: str) -> dict[str, Any]:
     return {"cases": {}}
 
 
+def _fastest(res: dict[str, Any], variants: list[str]) -> str:
+    """Of ``variants`` (timed), the one of the lowest median time."""
+    return min(variants, key=lambda v: res["variant_stats"][v]["median"])
+
+
+def _ratios_to(res: dict[str, Any], variant: str) -> list[float]:
+    """Per round, ``variant``'s time / ours (> 1: ours is faster)."""
+    return [n / o for o, n in zip(res["times"]["ours"], res["times"][variant])]
+
+
+def _timed_named(res: dict[str, Any], names: tuple[str, ...]) -> list[str]:
+    """The timed native forms whose names are among ``names``."""
+    return [v for v, info in (res.get("natives") or {}).items()
+            if info["name"] in names and res["times"].get(v)]
+
+
 def rank_natives(case: Case, res: dict[str, Any]) -> None:
     """Picks the native form the headline ratio is against: the fastest timed one among those
     the case's bar names (the baseline ``native`` only when ``case.baseline_in_headline``)."""
@@ -37,22 +53,18 @@ def rank_natives(case: Case, res: dict[str, Any]) -> None:
     named = [v for v in timed if v != "native" or case.baseline_in_headline]
     res["bar_applies"] = bool(named) or case.baseline_stands_in
     contenders = named or ["native"]
-    fastest = min(contenders, key=lambda v: res["variant_stats"][v]["median"])
+    fastest = _fastest(res, contenders)
     res["fastest_native"] = fastest
     res["fastest_native_name"] = natives[fastest]["name"]
-
-    def ratios_to(v: str) -> list[float]:
-        return [n / o for o, n in zip(res["times"]["ours"], res["times"][v])]
-    res["best_ratios"] = ratios_to(fastest)
+    res["best_ratios"] = _ratios_to(res, fastest)
     res["best_ratio_stats"] = _stats(res["best_ratios"])
     res.pop("bar_native_name", None)
     res.pop("bar_ratio_stats", None)
     if case.bar_natives:
-        judged = [v for v in timed if natives[v]["name"] in case.bar_natives] or ["native"]
-        against = min(judged, key=lambda v: res["variant_stats"][v]["median"])
+        against = _fastest(res, _timed_named(res, case.bar_natives) or ["native"])
         if against != fastest:
             res["bar_native_name"] = natives[against]["name"]
-            res["bar_ratio_stats"] = _stats(ratios_to(against))
+            res["bar_ratio_stats"] = _stats(_ratios_to(res, against))
     res.pop("floor_stats", None)
     if res.get("floors"):
         res["floor_stats"] = _floor_stats(res)
@@ -102,13 +114,10 @@ def _check(check: Check, res: dict[str, Any]) -> dict[str, Any]:
     did not measure it: a form or floor not timed, a result from before the check) and whether
     it holds."""
     value = None
-    times = res.get("times") or {}
     if check.kind == "ratio":
-        named = [v for v, info in (res.get("natives") or {}).items()
-                 if info["name"] in check.against and times.get(v)]
+        named = _timed_named(res, check.against)
         if named:
-            against = min(named, key=lambda v: _stats(times[v])["median"])
-            value = _stats([n / o for o, n in zip(times["ours"], times[against])])["median"]
+            value = _stats(_ratios_to(res, _fastest(res, named)))["median"]
     elif check.kind == "floor":
         value = next((f["ours"]["median"] for f in (res.get("floor_stats") or {}).values()
                       if f["name"] == check.against[0]), None)
