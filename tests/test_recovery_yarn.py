@@ -29,7 +29,8 @@ import pytest
 from hdfs import MiniHDFS, rewrite
 from helpers import FAST_JVM_OPTIONS, PACKAGE_PARENT, ROOT, poll_once, poll_pause
 
-SCRIPT = os.path.join(ROOT, "tests", "recovery_yarn_job.py")
+TESTS = os.path.join(ROOT, "tests")
+SCRIPT = os.path.join(TESTS, "recovery_yarn_job.py")
 ROWS, KEYS = 2000, 7
 
 
@@ -77,8 +78,9 @@ class YarnJob:
             "--conf", f"spark.yarn.appMasterEnv.PYSPARK_PYTHON={python}",
             "--conf", f"spark.executorEnv.PYSPARK_PYTHON={python}",
             # this checkout's package first (a line's venv runs its own wheel otherwise)
-            "--conf", f"spark.yarn.appMasterEnv.PYTHONPATH={PACKAGE_PARENT}",
-            "--conf", f"spark.executorEnv.PYTHONPATH={PACKAGE_PARENT}",
+            # and tests/ (the test daemon, tests/conftest.py PRELOAD_DAEMON)
+            "--conf", f"spark.yarn.appMasterEnv.PYTHONPATH={PACKAGE_PARENT}{os.pathsep}{TESTS}",
+            "--conf", f"spark.executorEnv.PYTHONPATH={PACKAGE_PARENT}{os.pathsep}{TESTS}",
             # small containers: the driver (cluster mode) or the YARN AM (client mode), and one
             # executor with one core
             "--conf", "spark.driver.memory=512m", "--conf", "spark.yarn.am.memory=256m",
