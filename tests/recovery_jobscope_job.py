@@ -3,8 +3,8 @@ tests/test_recovery_jobscope.py, which kills it with SIGKILL and starts it again
 whole-job recovery (``spark.fullwindow.recovery.scope=job``). Settings come from the
 environment:
 
-RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state (unset: no
-                       recovery, the reference run)
+SPARK_CONF_DIR         a directory whose spark-defaults.conf has the jar, the extension and,
+                       with recovery, its settings (none: the reference run)
 IN                     a directory with two Parquet inputs, ``facts`` (id, k, v) and ``dims``
                        (k, name), written by the test
 OUT                    the Parquet directory the job writes
@@ -20,10 +20,17 @@ MODE                   "plain": the slow step over a hash shuffle join; "roundro
 The job: facts pass a Python UDF (marker ``A``), are joined with dims (a shuffle join: both
 sides hash-shuffled), pass a slow Python UDF (marker ``U``, in the map stage of the next
 shuffle), are grouped by name (``groupBy().agg``) and written as Parquet.
+
+The job calls no fullwindow method: it imports fullwindow and makes its session with
+``SparkSession.builder``. The jar, the extension and (with recovery) the recovery settings come
+from ``spark-defaults.conf`` in the ``SPARK_CONF_DIR`` the test writes (``Job.options``), as a
+job's settings may come from a cluster's defaults.
 """
 import os
+import sys
 
-import fullwindow  # noqa: F401  (the extension and the recovery runtime)
+import fullwindow  # noqa: F401  (recovery's runtime starts with the session: settings alone)
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 
@@ -42,20 +49,16 @@ def mark(stage):
 
 
 def main():
-    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "4",
-            "spark.sql.adaptive.enabled": os.environ.get("AQE", "true"),
-            "spark.sql.adaptive.coalescePartitions.enabled": "false",
-            "spark.sql.autoBroadcastJoinThreshold": "-1"}
-    if os.environ.get("RECOVERY_DIR"):
-        conf.update({"spark.fullwindow.recovery.enabled": "true",
-                     "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
-                     "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
-                     "spark.fullwindow.recovery.scope": "job",
-                     "spark.fullwindow.eventStore.flushInterval": "200ms"})
-    spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-jobscope")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers' Python: this one
+    builder = (SparkSession.builder.master("local[2]").appName("recovery-jobscope")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.adaptive.enabled", os.environ.get("AQE", "true"))
+               .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+               .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    fullwindow.recovery.start(spark)
 
     @F.udf("long")
     def tag(v):

@@ -12,7 +12,7 @@ from fullwindow.recovery.config import settings_from
 
 KEYS = ("spark.fullwindow.recovery.enabled", "spark.fullwindow.recovery.dir",
         "spark.fullwindow.recovery.jobId", "spark.fullwindow.eventStore.writeBufferSize",
-        "spark.fullwindow.eventStore.flushInterval")
+        "spark.fullwindow.eventStore.flushInterval", "spark.fullwindow.recovery.scope")
 
 
 @pytest.fixture
@@ -113,3 +113,62 @@ def test_off_by_default_leaves_plans_alone(spark, conf):
     conf.set("spark.fullwindow.recovery.enabled", "false")
     out = spark.range(10).fullWindowPartition().sortPartition("id")
     assert "FullWindowCommit" not in out._jdf.queryExecution().analyzed().toString()
+
+
+def test_recovery_switched_on_after_the_session_was_made_fails_at_the_first_action(
+        spark, conf, tmp_path):
+    """``import fullwindow`` starts a job's recovery runtime when a session is made with the
+    recovery settings (tests/test_recovery_jobscope.py runs such a job, settings from
+    spark-defaults.conf, killed and resumed). Settings switched on later, with no
+    ``fullwindow.recovery.start(spark)``: the job's first write, SQL hint operation or query
+    whose shuffles it keeps fails, naming the setting and what to do, and writes nothing."""
+    from pyspark.errors import AnalysisException
+
+    conf.set("spark.fullwindow.recovery.enabled", "true")
+    conf.set("spark.fullwindow.recovery.dir", str(tmp_path / "recovery"))
+    conf.set("spark.fullwindow.recovery.jobId", "late")
+    out = tmp_path / "out"
+    df = spark.range(10).selectExpr("id % 3 AS k", "id AS v")
+    said = "RECOVERY_NOT_STARTED.*the job's recovery runtime is not started in this driver"
+    with pytest.raises(AnalysisException, match=r"RECOVERY_NOT_STARTED\] a write: .*is not "
+                                                r"started.*fullwindow.recovery.start\(spark\)"):
+        df.write.parquet(str(out))
+    assert not out.exists()
+    df.createOrReplaceTempView("late_v")
+    try:
+        with pytest.raises(AnalysisException, match=said):
+            spark.sql("SELECT /*+ FULL_WINDOW_PARTITION */ * FROM late_v ORDER BY v") \
+                .collect()
+    finally:
+        spark.catalog.dropTempView("late_v")
+    conf.set("spark.fullwindow.recovery.scope", "job")
+    with pytest.raises(AnalysisException, match=r"RECOVERY_NOT_STARTED\] a query of the job"):
+        df.groupBy("k").count().collect()
+    conf.set("spark.fullwindow.recovery.scope", "fullWindow")  # keeps nothing of this query
+    assert sorted(df.groupBy("k").count().collect()) == [(0, 4), (1, 3), (2, 3)]
+
+
+def test_a_session_made_before_import_fullwindow_starts_recovery_at_the_import(tmp_path):
+    """A plain PySpark driver that makes its session (jar, extension and the three recovery
+    settings on the builder) and only then imports fullwindow: the import starts the job's
+    runtime, so its write is one of the job's (recorded), not refused."""
+    from helpers import run_python
+
+    out = tmp_path / "out"
+    r = run_python(f"""
+        import glob, os
+        from pyspark.sql import SparkSession
+
+        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                 .config("spark.jars", {fullwindow.jar_path()!r})
+                 .config("spark.sql.extensions", {fullwindow.EXTENSION_CLASS!r})
+                 .config("spark.fullwindow.recovery.enabled", "true")
+                 .config("spark.fullwindow.recovery.dir", {str(tmp_path / 'rec')!r})
+                 .config("spark.fullwindow.recovery.jobId", "before").getOrCreate())
+        import fullwindow  # noqa: F401
+        spark.range(5).write.parquet({str(out)!r})
+        print("WRITES", sorted(os.path.basename(p).rsplit(".", 1)[-1]
+                               for p in glob.glob({str(tmp_path / 'rec' / 'before' / 'writes' / '*')!r})))
+    """, timeout=300)
+    assert "WRITES ['committed', 'started']" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert len(list(out.glob("*.parquet"))) >= 1

@@ -42,7 +42,28 @@ class Job(RecoveryJob):
         self.aqe, self.mode = aqe, mode
 
     def options(self, **options) -> dict:
-        return {"IN": self.input, "AQE": self.aqe, "MODE": self.mode}
+        return {"IN": self.input, "AQE": self.aqe, "MODE": self.mode,
+                "SPARK_CONF_DIR": self.defaults()}
+
+    def defaults(self) -> str:
+        """A Spark configuration directory whose ``spark-defaults.conf`` puts fullwindow's jar and
+        extension on the session and, with recovery, the job's recovery settings: the job
+        itself only imports fullwindow (item 5 of issue 48: recovery from the settings alone)."""
+        import fullwindow
+
+        d = os.path.join(self.base, "conf")
+        os.makedirs(d, exist_ok=True)
+        settings = {"spark.jars": fullwindow.jar_path(),
+                    "spark.sql.extensions": fullwindow.EXTENSION_CLASS}
+        if self.recovery:
+            settings.update({"spark.fullwindow.recovery.enabled": "true",
+                             "spark.fullwindow.recovery.dir": self.dir,
+                             "spark.fullwindow.recovery.jobId": self.name,
+                             "spark.fullwindow.recovery.scope": "job",
+                             "spark.fullwindow.eventStore.flushInterval": "200ms"})
+        with open(os.path.join(d, "spark-defaults.conf"), "w") as f:
+            f.writelines(f"{k} {v}\n" for k, v in settings.items())
+        return d
 
     def shuffles(self) -> list[dict]:
         """The shuffle vertices' vertexInitialized events, in the order their stages started."""

@@ -51,3 +51,7 @@ _install()  # DataFrame.fullWindowPartition and DataFrame.keyBy (fullwindow.data
 from fullwindow.recovery._actions import install as _install_actions  # noqa: E402
 
 _install_actions()  # foreach / foreachPartition as writes of a recovery job
+
+from fullwindow.recovery._autostart import install as _install_autostart  # noqa: E402
+
+_install_autostart()  # SparkSession.builder...getOrCreate() starts a recovery job's runtime

@@ -347,6 +347,8 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
             raise TypeError(f"session: {name} must be a non-empty string (or None), got "
                             f"{value!r}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from fullwindow.recovery._autostart import start_if_on, suspended
+
     if remote is not None:
         if master is not None:
             raise TypeError("session: give master (a classic session) or remote (Spark "
@@ -368,12 +370,14 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) to ",
                                     category=UserWarning)
-            connect = builder.getOrCreate()
+            with suspended():  # started below, once this process serves its runtime
+                connect = builder.getOrCreate()
         # the local server runs in this process's JVM, beside a classic session: this process
         # is its recovery runtime (what python -m fullwindow.server is for a remote one)
         from fullwindow.recovery._connect_runtime import install_local
 
         install_local()
+        start_if_on(connect, "session")
         return connect
     builder = SparkSession.builder
     submitted = _submitted_conf()
@@ -389,7 +393,8 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
         from pyspark import SparkContext
 
         running = SparkContext._active_spark_context is not None
-    spark = _configure(builder, conf, lambda: submitted).getOrCreate()
+    with suspended():  # recovery starts below, once the session is known to have the jar
+        spark = _configure(builder, conf, lambda: submitted).getOrCreate()
     try:
         facade(spark)
     except FullWindowSetupError as err:

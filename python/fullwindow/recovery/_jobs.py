@@ -431,9 +431,11 @@ atexit.register(_runtime.shutdown)
 
 def start(spark: Any) -> bool:
     """Starts recovery for the job configured in ``spark``'s session now, if recovery is on
-    (returns whether it is). Full-window DataFrame operations start it themselves; a job whose
-    first full-window operation is a SQL query (``/*+ FULL_WINDOW_PARTITION */``) calls this
-    before running it, or its hinted operations are not committed."""
+    (returns whether it is). A session made after ``import fullwindow`` (by
+    ``fullwindow.session`` or any ``SparkSession.builder``) has started it already, as have
+    full-window DataFrame operations; call this after switching recovery on in a running
+    session (``spark.conf.set``), or the job's first write, SQL hint operation or kept query
+    fails with ``RECOVERY_NOT_STARTED``."""
     from fullwindow._backend import is_connect
 
     if is_connect(spark):

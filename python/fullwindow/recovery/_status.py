@@ -301,8 +301,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not _fs.is_local(args.dir):
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.master("local[1]").appName("fullwindow-recovery") \
-            .config("spark.ui.enabled", "false").getOrCreate()
+        from fullwindow.recovery._autostart import suspended
+
+        with suspended():  # the CLI's own session is no job's (whatever spark-defaults.conf says)
+            spark = SparkSession.builder.master("local[1]").appName("fullwindow-recovery") \
+                .config("spark.ui.enabled", "false").getOrCreate()
     job_dir = _fs.join(args.dir, args.job_id)
     if args.command == "cleanup":
         from fullwindow.recovery.errors import RecoveryConflictError

@@ -213,7 +213,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     builder = fullwindow.configure(builder, {k: v for k, v in conf.items() if k not in recovery})
     for k, v in recovery.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    from fullwindow.recovery._autostart import suspended
+
+    with suspended():
+        spark = builder.getOrCreate()
     from fullwindow.recovery._jobs import _runtime
     from fullwindow.recovery._connect_runtime import install
 

@@ -32,6 +32,22 @@ object FullWindowRecoveryJobs {
 
   def isOpen(jobDir: String): Boolean = jobs.containsKey(jobDir)
 
+  /**
+   * Fails `what` (a write, a SQL hint operation, a query whose shuffles the job keeps) of job
+   * `jobDir` when the job's recovery runtime is not open in this driver: with recovery on,
+   * running it unrecorded would silently redo it on a resume (or mix two runs' outputs).
+   */
+  def requireOpen(jobDir: String, what: String): Unit = if (!isOpen(jobDir)) {
+    throw new org.apache.spark.sql.fullwindow.FullWindowAnalysisException("RECOVERY_NOT_STARTED",
+      s"$what: spark.fullwindow.recovery.enabled is true (job directory $jobDir) but the " +
+        "job's recovery runtime is not started in this driver, so nothing of it would be kept " +
+        "or recovered. In a PySpark driver, import fullwindow before the session is created " +
+        "(SparkSession.builder...getOrCreate() then starts it), or call " +
+        "fullwindow.recovery.start(spark) when recovery was switched on after that; a Spark " +
+        "Connect server with recovery on is started with python -m fullwindow.server and its " +
+        "clients import fullwindow.")
+  }
+
   def put(jobDir: String, fingerprint: String, vertex: Vertex): Unit =
     Option(jobs.get(jobDir)).foreach(_.put(fingerprint, vertex))
 

@@ -23,7 +23,6 @@ object HintRecovery extends Logging {
   val Dir = "spark.fullwindow.recovery.dir"
   val JobId = "spark.fullwindow.recovery.jobId"
 
-  private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /** The job directory recovery is on for in this session's conf (joined as Python joins it). */
   def jobDir(conf: SQLConf): Option[String] = {
@@ -41,15 +40,7 @@ object HintRecovery extends Logging {
       case Some(j) => j
       case None => return plan
     }
-    if (!FullWindowRecoveryJobs.isOpen(job)) {
-      if (warned.add(job)) {
-        logWarning(s"fullwindow recovery: the $operation of a FULL_WINDOW_PARTITION query is not " +
-          s"committed, because the recovery runtime of job $job is not started in this driver. " +
-          "Call fullwindow.recovery.start(spark) before running the query (any full-window " +
-          "DataFrame operation defined first starts it too).")
-      }
-      return plan
-    }
+    FullWindowRecoveryJobs.requireOpen(job, s"the $operation of a FULL_WINDOW_PARTITION query")
     val texts = FullWindowPython.planTexts(plan)
     val fp = hash(operation + "\u0000" + texts.full)
     val structure = hash(operation + "\u0000" + texts.structure)

@@ -81,7 +81,8 @@ object JobShuffles extends Logging {
   def activeJob(conf: SQLConf): Option[String] = {
     val job = HintRecovery.jobDir(conf).getOrElse(return None)  // recovery off: nothing checked
     if (scope(conf) != "job") return None
-    Some(job).filter(FullWindowRecoveryJobs.isOpen).filter { _ =>
+    FullWindowRecoveryJobs.requireOpen(job, "a query of the job (its shuffles are kept)")
+    Some(job).filter { _ =>
       SparkEnv.get != null &&
         SparkShims.blockingShuffleManager(SparkEnv.get).isInstanceOf[SortShuffleManager] &&
         conf.getConfString(CommittedShuffleInput.EnabledKey, "true").trim.toBoolean

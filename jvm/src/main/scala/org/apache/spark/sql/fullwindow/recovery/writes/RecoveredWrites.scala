@@ -165,7 +165,6 @@ object RecoveredWrites extends Logging {
   }
 
   private val jobs = new ConcurrentHashMap[String, JobWrites]()
-  private val warned = ConcurrentHashMap.newKeySet[String]()
 
   /** A new run of `jobDir` opened in this driver: its writes are counted from the start. */
   def reset(jobDir: String): Unit = jobs.remove(jobDir)
@@ -229,15 +228,7 @@ object RecoveredWrites extends Logging {
     val jobDir = HintRecovery.jobDir(conf).orNull
     if (jobDir == null) return NotNumbered
     val mode = onUncheckedWrite(conf)
-    if (!FullWindowRecoveryJobs.isOpen(jobDir)) {
-      if (warned.add(jobDir)) {
-        logWarning(s"fullwindow recovery: a write of job $jobDir ran before the job's recovery " +
-          "runtime started in this driver, so it is not numbered and a resumed run writes it " +
-          "again. Call fullwindow.recovery.start(spark) at the start of the job (any " +
-          "full-window DataFrame operation defined first starts it too).")
-      }
-      return NotNumbered
-    }
+    FullWindowRecoveryJobs.requireOpen(jobDir, "a write")
     val s = sink
     val jw = writes(jobDir, session)
     val n = jw.next.incrementAndGet()
