@@ -195,6 +195,32 @@ def _op(spark):
         lambda rows: [(sum(1 for _ in rows),)], "n long")
 
 
+def test_a_write_before_the_sessions_job_started_is_refused_then_recorded(server, tmp_path):
+    """A client session given its job's settings once made (``spark.conf.set``) has not started
+    the job on the server: its first write fails with ``RECOVERY_NOT_STARTED`` (raised by the
+    server, naming what to do) and writes nothing; after ``fullwindow.recovery.start(spark)``
+    the same write runs as one of the job's, recorded."""
+    from pyspark.errors import AnalysisException
+
+    from fullwindow import recovery
+
+    d = str(tmp_path / "recovery")
+    out = str(tmp_path / "out")
+    spark = _session(server.url, _conf(d, "late"))
+    try:
+        with pytest.raises(AnalysisException, match=r"RECOVERY_NOT_STARTED\] a write: .*"
+                                                    r"python -m fullwindow.server"):
+            spark.range(4).write.parquet(out)
+        assert not os.path.exists(out)
+        assert recovery.start(spark) is True
+        spark.range(4).write.parquet(out)
+        states = sorted(n.rsplit(".", 1)[-1] for n in os.listdir(os.path.join(d, "late", "writes"))
+                        if not n.endswith(".crc"))  # the server writes through Hadoop's local FS
+        assert states == ["committed", "started"], states
+    finally:
+        _stop(spark)
+
+
 def test_sessions_of_one_server_keep_their_jobs_apart(server, tmp_path):
     from fullwindow import recovery
     from fullwindow.recovery import RecoveryConflictError
