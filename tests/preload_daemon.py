@@ -17,17 +17,20 @@ serves; the environment the workers inherit is the one it was started with. ``gc
 keeps the imported objects out of every worker's garbage collections (and their pages shared).
 """
 import gc
+import importlib
 import os
 import sys
 
 _SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 _given = {k: os.environ.get(k) for k in _SINGLE_THREADED}
 os.environ.update(_SINGLE_THREADED)
-import numpy  # noqa: E402,F401
-import pandas  # noqa: E402,F401
-import pyarrow  # noqa: E402,F401
-import pyspark.worker  # noqa: E402,F401
-import fullwindow._worker  # noqa: E402,F401
+# what this interpreter has of them: a test may run workers on a Python without fullwindow (or
+# pandas), where a worker that needs it fails as it would under pyspark's own daemon
+for _name in ("numpy", "pandas", "pyarrow", "pyspark.worker", "fullwindow._worker"):
+    try:
+        importlib.import_module(_name)
+    except ImportError:
+        pass
 for _key, _value in _given.items():  # the workers' environment, as the daemon was given it
     if _value is None:
         os.environ.pop(_key, None)
