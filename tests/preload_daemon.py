@@ -1,13 +1,13 @@
 """The test suite's pyspark daemon (``spark.python.daemon.module``): pyspark's own daemon, after
 importing in the daemon process what nearly every worker of this suite imports after its fork.
 
-A pyspark worker is forked from the daemon and then imports ``pyspark.worker``, the function's
-modules (fullwindow) and, through pyarrow's pandas shim (any ``pyarrow.array`` of a Python list
-asks whether pandas is there), pandas: about 1 CPU second a worker on the 2-core test machine
-from compiled modules (dev/bytecode.py; 3 from sources), and a run forks hundreds of workers (a
-session's first Python task, a worker lost to a failing task, a driver started by a crash test).
-Imported here once, every fork shares them (tests/test_partition_python.py 59 -> 52 CPU s,
-tests/test_recovery_crash.py 283 -> 273).
+A pyspark worker is forked from the daemon and then imports ``pyspark.worker`` and, through
+pyarrow's pandas shim (any ``pyarrow.array`` of a Python list asks whether pandas is there),
+pandas: about 1 CPU second a worker on the 2-core test machine from compiled modules
+(dev/bytecode.py; 3 from sources), and a run forks hundreds of workers (a session's first Python
+task, a worker lost to a failing task, a driver started by a crash test). Imported here once,
+every fork shares them (tests/test_partition_python.py 59 -> 52 CPU s, tests/test_recovery_crash.py
+283 -> 273).
 
 pyspark imports the worker after the fork on purpose: numpy's OpenBLAS and pyarrow's jemalloc
 start threads when they load, and a process must not fork while other threads run. In this
@@ -24,9 +24,11 @@ import sys
 _SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 _given = {k: os.environ.get(k) for k in _SINGLE_THREADED}
 os.environ.update(_SINGLE_THREADED)
-# what this interpreter has of them: a test may run workers on a Python without fullwindow (or
-# pandas), where a worker that needs it fails as it would under pyspark's own daemon
-for _name in ("numpy", "pandas", "pyarrow", "pyspark.worker", "fullwindow._worker"):
+# what this interpreter has of them: a test may run workers on a Python without pandas, where a
+# worker that needs it fails as it would under pyspark's own daemon. Not fullwindow: a Spark
+# Connect session may ship its own as an artifact, which each worker must import, not the
+# server's (and a test runs a server whose Python has none)
+for _name in ("numpy", "pandas", "pyarrow", "pyspark.worker"):
     try:
         importlib.import_module(_name)
     except ImportError:

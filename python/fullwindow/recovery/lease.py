@@ -110,13 +110,21 @@ def read(fs: Any, job_dir: str, now_ms: Optional[int] = None) -> Optional[Dict[s
     n = epochs[-1]
     path = _epoch_path(directory, n)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    renewed = fs.mtime_ms(path)
-    try:
-        info = json.loads(fs.read(path).decode("utf-8"))
-        if not isinstance(info, dict):
-            raise ValueError
-    except Exception:  # noqa: BLE001 - being written (Hadoop create) or damaged
-        info = {}
+    info: Dict[str, Any] = {}
+    for attempt in range(3):
+        renewed = fs.mtime_ms(path)
+        try:
+            body = json.loads(fs.read(path).decode("utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError
+            info = body
+            break
+        except Exception:  # noqa: BLE001 - being written (Hadoop create) or damaged, or, on an
+            # object store, overwritten by a renewal while read (S3A then fails the read: the
+            # object's ETag changed): read again
+            if renewed is None or attempt == 2:
+                break
+            time.sleep(0.05 * (attempt + 1))
     if renewed is None:  # deleted since the listing (a cleanup)
         return None
     if isinstance(info.get("renewed"), int):  # renewed by overwriting (an object store)
