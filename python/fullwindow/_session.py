@@ -377,7 +377,7 @@ def session(master: str | None = None, conf: Mapping[str, object] | None = None,
         from fullwindow.recovery._connect_runtime import install_local
 
         install_local()
-        start_if_on(connect, "session")
+        start_if_on(connect, "session", getattr(builder, "_options", None))
         return connect
     builder = SparkSession.builder
     submitted = _submitted_conf()

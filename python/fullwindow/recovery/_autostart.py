@@ -11,9 +11,10 @@ unrecorded.
 
 ``import fullwindow`` wraps ``getOrCreate`` and ``create`` of ``pyspark.sql.SparkSession.builder``,
 once: on every line a Spark Connect session is made through it too (``builder.remote(...)``
-hands over to the Connect client's builder). A Spark Connect session whose job directory or id
-is not set yet starts nothing (a server's settings are its sessions' defaults; the client may set
-them on its session). Sessions fullwindow makes for itself are
+hands over to the Connect client's builder). A Spark Connect session starts its job when its
+builder was given the three settings (the server is not asked: that would connect at once, and
+a server's settings are only its sessions' defaults); settings set on the session later need
+``fullwindow.recovery.start(spark)``. Sessions fullwindow makes for itself are
 not jobs (``suspended``): the recovery CLI's, a Connect server's own (its clients' sessions
 are the jobs), and ``fullwindow.session``'s, which starts the runtime itself.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Optional
 
 _local = threading.local()
 _MARK = "_fullwindow_starts_recovery"
@@ -39,25 +40,27 @@ def suspended() -> Iterator[None]:
         _local.suspended = before
 
 
-def start_if_on(spark: Any, where: str) -> None:
+def start_if_on(spark: Any, where: str, options: Optional[Mapping[str, Any]] = None) -> None:
     """Starts the recovery runtime of ``spark``'s job when its settings switch recovery on
-    (bad settings raise ``ConfigurationError``, a live lease ``RecoveryConflictError``)."""
+    (bad settings raise ``ConfigurationError``, a live lease ``RecoveryConflictError``). A
+    classic session's settings are read from the session; a Spark Connect session's from
+    ``options``, what its builder was given (asking the server would connect at once, and a
+    server's settings are only its sessions' defaults): with all three there, the server's
+    runtime starts the job."""
     from fullwindow._backend import conf_get, is_connect
-    from fullwindow.recovery.config import ENABLED
+    from fullwindow.recovery.config import DIR, ENABLED, JOB_ID
 
-    raw = conf_get(spark, ENABLED, None)
-    if raw is None or str(raw).strip().lower() in ("", "false"):
-        return
     if is_connect(spark):
-        from fullwindow.recovery.config import DIR, JOB_ID
-
-        # a Connect server's settings are its sessions' defaults: a client may give the job's
-        # directory and id on its session once made (a full-window operation checks them)
-        if not all(conf_get(spark, key, None) for key in (DIR, JOB_ID)):
+        given = {k: str(v).strip() for k, v in (options or {}).items()}
+        if given.get(ENABLED, "").lower() in ("", "false") or not (given.get(DIR)
+                                                                    and given.get(JOB_ID)):
             return
         from fullwindow._connect.recovery import control
 
         control(spark, "start")
+        return
+    raw = conf_get(spark, ENABLED, None)
+    if raw is None or str(raw).strip().lower() in ("", "false"):
         return
     from fullwindow.recovery._jobs import _runtime
     from fullwindow.recovery.config import settings_of_session
@@ -82,7 +85,7 @@ def _wrap(builder_class: type, name: str) -> None:
             if outer:
                 _local.creating = False
         if outer and not getattr(_local, "suspended", False):
-            start_if_on(spark, f"SparkSession.builder.{name}")
+            start_if_on(spark, f"SparkSession.builder.{name}", getattr(self, "_options", None))
         return spark
 
     setattr(make, _MARK, True)
