@@ -23,7 +23,6 @@ object HintRecovery extends Logging {
   val Dir = "spark.fullwindow.recovery.dir"
   val JobId = "spark.fullwindow.recovery.jobId"
 
-
   /** The job directory recovery is on for in this session's conf (joined as Python joins it). */
   def jobDir(conf: SQLConf): Option[String] = {
     val enabled = conf.getConfString(Enabled, "false").trim.toLowerCase(java.util.Locale.ROOT)
