@@ -1,5 +1,5 @@
 """dev/bytecode.py [DIR...]: byte-compiles, for the interpreter running it, everything a test run
-imports: its site-packages (or the DIRs given), and the zip files pyspark puts first on every
+imports: its site-packages and the DIRs given, and the zip files pyspark puts first on every
 Python worker's path (``pyspark/python/lib/pyspark.zip`` and py4j's), which get compiled
 modules beside their sources.
 
@@ -66,7 +66,7 @@ def compile_zip(path: str) -> bool:
 def main(dirs: list[str]) -> None:
     warnings.simplefilter("ignore")  # what a third party's source warns of when compiled
     purelib = sysconfig.get_paths()["purelib"]
-    for d in dirs or [purelib]:
+    for d in [purelib, *dirs]:
         if not compileall.compile_dir(d, quiet=2, workers=0):
             print(f"[bytecode] some files under {d} did not compile (imported from source)",
                   file=sys.stderr)

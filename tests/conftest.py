@@ -19,11 +19,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # Every Spark JVM the tests start (shared sessions, the crash tests' drivers, Connect servers,
 # standalone executors: all through spark-submit, with this environment) runs the test daemon
 # (tests/preload_daemon.py): pyspark's own, after importing what nearly every worker imports
-# after its fork, about 3 CPU seconds a worker on the 2-core test machine. As a JVM system
-# property it is a default under every session's own settings. FW_TEST_PRELOAD=0: the stock one.
-PRELOAD_DAEMON = "-Dspark.python.daemon.module=preload_daemon"
+# after its fork (helpers.PRELOAD_DAEMON). FW_TEST_PRELOAD=0: pyspark's own daemon.
+from helpers import PRELOAD_DAEMON  # noqa: E402
+
 if os.environ.get("FW_TEST_PRELOAD", "1") != "0" and \
-        PRELOAD_DAEMON not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+        PRELOAD_DAEMON not in os.environ.get("SPARK_SUBMIT_OPTS", "").split():
     os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {PRELOAD_DAEMON}".strip()
 
 BASE_CONF = {

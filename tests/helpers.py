@@ -173,6 +173,20 @@ def run_python(code: str, timeout: int = 600, env: dict | None = None) -> subpro
                           capture_output=True, text=True, timeout=timeout)
 
 
+#: The JVM option (a system property, so a default under every session's own settings) that makes
+#: a Spark JVM run tests/preload_daemon.py as its Python daemon; tests/conftest.py adds it to
+#: ``SPARK_SUBMIT_OPTS`` for every JVM the tests start through spark-submit.
+PRELOAD_DAEMON = "-Dspark.python.daemon.module=preload_daemon"
+
+
+def without_preload_daemon(env: dict) -> dict:
+    """``env`` whose JVMs run pyspark's own daemon: for one whose Python cannot import
+    tests/preload_daemon.py (another interpreter, without the tests' path)."""
+    opts = env.get("SPARK_SUBMIT_OPTS", "").split()
+    env["SPARK_SUBMIT_OPTS"] = " ".join(w for w in opts if w != PRELOAD_DAEMON)
+    return env
+
+
 #: JVM options for the short-lived driver processes the crash tests start, kill and start again
 #: (a driver JVM runs a job of seconds): the client compiler only and the serial collector. Most
 #: of such a JVM's CPU goes to the optimizing compiler and the parallel collector's threads; on

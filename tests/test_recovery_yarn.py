@@ -78,7 +78,7 @@ class YarnJob:
             "--conf", f"spark.yarn.appMasterEnv.PYSPARK_PYTHON={python}",
             "--conf", f"spark.executorEnv.PYSPARK_PYTHON={python}",
             # this checkout's package first (a line's venv runs its own wheel otherwise)
-            # and tests/ (the test daemon, tests/conftest.py PRELOAD_DAEMON)
+            # and tests/ (the test daemon: helpers.PRELOAD_DAEMON)
             "--conf", f"spark.yarn.appMasterEnv.PYTHONPATH={PACKAGE_PARENT}{os.pathsep}{TESTS}",
             "--conf", f"spark.executorEnv.PYTHONPATH={PACKAGE_PARENT}{os.pathsep}{TESTS}",
             # small containers: the driver (cluster mode) or the YARN AM (client mode), and one

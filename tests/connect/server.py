@@ -112,10 +112,10 @@ class ConnectServer:
         for name in self.unset:
             env.pop(name, None)
         if self.python != sys.executable:  # nothing of this process's Python path either,
-            env.pop("PYTHONPATH", None)    # so pyspark's own daemon (tests/conftest.py's is
-            env["SPARK_SUBMIT_OPTS"] = " ".join(  # on the tests' path)
-                w for w in env.get("SPARK_SUBMIT_OPTS", "").split()
-                if not w.startswith("-Dspark.python.daemon.module="))
+            from helpers import without_preload_daemon  # so pyspark's own daemon
+
+            env.pop("PYTHONPATH", None)
+            without_preload_daemon(env)
         log = open(os.path.join(self.logdir, "server.out"), "a")
         self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)

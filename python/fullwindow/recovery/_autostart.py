@@ -47,27 +47,19 @@ def start_if_on(spark: Any, where: str, options: Optional[Mapping[str, Any]] = N
     ``options``, what its builder was given (asking the server would connect at once, and a
     server's settings are only its sessions' defaults): with all three there, the server's
     runtime starts the job."""
-    from fullwindow._backend import conf_get, is_connect
-    from fullwindow.recovery.config import DIR, ENABLED, JOB_ID
+    from fullwindow._backend import is_connect
+    from fullwindow.recovery._jobs import start_classic
 
-    if is_connect(spark):
-        given = {k: str(v).strip() for k, v in (options or {}).items()}
-        if given.get(ENABLED, "").lower() in ("", "false") or not (given.get(DIR)
-                                                                    and given.get(JOB_ID)):
-            return
+    if not is_connect(spark):
+        start_classic(spark, where)
+        return
+    from fullwindow.recovery.config import DIR, ENABLED, JOB_ID, _enabled
+
+    given = {k: str(v).strip() for k, v in (options or {}).items()}
+    if _enabled(given.get(ENABLED)) and given.get(DIR) and given.get(JOB_ID):
         from fullwindow._connect.recovery import control
 
         control(spark, "start")
-        return
-    raw = conf_get(spark, ENABLED, None)
-    if raw is None or str(raw).strip().lower() in ("", "false"):
-        return
-    from fullwindow.recovery._jobs import _runtime
-    from fullwindow.recovery.config import settings_of_session
-
-    settings = settings_of_session(spark, where)
-    if settings is not None:
-        _runtime.job(spark, settings, where)
 
 
 def _wrap(builder_class: type, name: str) -> None:

@@ -442,10 +442,15 @@ def start(spark: Any) -> bool:
         from fullwindow._connect.recovery import control
 
         return bool(control(spark, "start")["started"])
-    settings = settings_of_session(spark, "recovery.start")
+    return start_classic(spark, "recovery.start")
+
+
+def start_classic(spark: Any, where: str) -> bool:
+    """:func:`start` for a classic session, ``where`` naming the caller in errors."""
+    settings = settings_of_session(spark, where)
     if settings is None:
         return False
-    _runtime.job(spark, settings, "recovery.start")
+    _runtime.job(spark, settings, where)
     return True
 
 
