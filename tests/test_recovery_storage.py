@@ -129,7 +129,11 @@ def test_job_directory_deleted_mid_run_stops_the_run(tmp_path):
                    any(e["type"] == "taskFinished" for e in job.events())):
             assert p.poll() is None and time.time() < deadline
             time.sleep(0.2)
-        shutil.rmtree(os.path.join(job.dir, job.name))
+        # the directory goes at once: a plain rmtree races the driver, which keeps writing
+        # events into it (rmtree then fails with "Directory not empty")
+        gone = os.path.join(job.dir, job.name + ".deleted")
+        os.rename(os.path.join(job.dir, job.name), gone)
+        shutil.rmtree(gone, ignore_errors=True)  # it may still write into the renamed one
         rc = p.wait(180)
     finally:
         if p.poll() is None:
