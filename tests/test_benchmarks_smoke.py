@@ -116,6 +116,47 @@ def test_recovery_benchmark_checks_its_rounds():
     assert f"every run's driver JVM (U and R alike) with `{opts}`" in with_opts
 
 
+def test_jobscope_benchmark_checks_its_runs(tmp_path):
+    """benchmarks/jobscope.py (whole-job recovery's cost; processes of its own, run on its own):
+    the kept bytes count hard links to Spark's shuffle files as such, a pair whose outputs differ
+    makes the overhead INVALID (never a PASS), the bar is on / off <= 1.10, and the table
+    renders both parts."""
+    from benchmarks import jobscope
+
+    job = tmp_path / "job"
+    (job / "shuffles" / "fp").mkdir(parents=True)
+    (job / "events").mkdir()
+    spark_file = tmp_path / "shuffle_0_1_0.data"
+    spark_file.write_bytes(b"x" * 100)
+    os.link(spark_file, job / "shuffles" / "fp" / "map-1-0-ab.data")
+    (job / "shuffles" / "fp" / "map-2-0-cd.data").write_bytes(b"y" * 30)  # a copy
+    (job / "events" / "segment-000000001").write_bytes(b"e" * 7)
+    kept = jobscope._kept(str(job), jobscope._shuffle_files(str(tmp_path)))
+    assert kept == {"files": 2, "bytes": 130, "linked_bytes": 100, "event_bytes": 7}
+
+    def runs(on_s, on_output):
+        out = []
+        for r, (off, on, o) in enumerate(zip([10.0, 10.0], on_s, on_output)):
+            for variant, t, output in (("off", off, {"rows": 5, "hash": 1}), ("on", on, o)):
+                out.append({"round": r, "warmup": r == 0, "variant": variant, "time_s": t,
+                            "shuffle_bytes": 200, "map_tasks_kept": 10, "output": output,
+                            **({"kept": kept} if variant == "on" else {})})
+        return {"status": "completed", "runs": out}
+
+    same = {"rows": 5, "hash": 1}
+    ok = jobscope.summarize_overhead(runs([10.0, 10.5], [same, same]))
+    assert ok["status"] == "PASS" and ok["on_off_ratio"]["median"] == 1.05
+    slow = jobscope.summarize_overhead(runs([10.0, 12.0], [same, same]))
+    assert slow["status"] == "MISS"
+    wrong = jobscope.summarize_overhead(runs([10.0, 10.5], [same, {"rows": 4, "hash": 1}]))
+    assert wrong["status"] == "INVALID"
+    text = jobscope._markdown({"command": "x", "date": "d", "rows": 10, "partitions": 2,
+                               "keys": 3, "groups": 4, "overhead": ok})
+    assert text.startswith(jobscope.BEGIN) and text.endswith(jobscope.END)
+    assert "| recovery on / off ≤ 1.10× | 1.050× [1.050–1.050] | 1 | PASS |" in text
+    assert "of which 100 B are hard links" in text
+
+
 def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
     """With --drop-slower-than 1, every Arrow form slower in the warm-up than the fastest one is
     timed in the warm-up only: it keeps no round times, RESULTS.md names it under Rounds, and
