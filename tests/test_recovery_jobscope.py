@@ -113,6 +113,8 @@ def _killed_midway(tmp_path, reference, aqe: str) -> None:
     assert job.ran("A", "r2") == []
     # only the slow stage's map tasks whose output was not kept ran again
     assert job.ran("U", "r2") == sorted(set(PARTS) - done)
+    # the kept ones were placed under Spark's block resolver as they were, not written again
+    assert "could not place the kept map output" not in job.log("r2")
     # the resumed slow shuffle says how many map outputs it reused
     last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
     assert last["recovered"] == len(done) and last["stable"] is True

@@ -104,7 +104,7 @@ case class FullWindowCommittingExchangeExec(
     val conf = sparkContext.broadcast(new SerializableConfiguration(sparkContext.hadoopConfiguration))
     val processor = new CommittingShuffleWriteProcessor(writeMetrics, vertex, layout, commitDir,
       esc(jobDir), conf, acc, operator,
-      if (whole) s""","generation":"$generation"""" else "", reusedMaps.keySet)
+      if (whole) s""","generation":"$generation"""" else "", reusedMaps)
     val rdd =
       if (reusedMaps.isEmpty) base.rdd
       else new KeptMapsRDD(base.rdd.asInstanceOf[RDD[Product2[Int, InternalRow]]], reusedMaps, n,
@@ -124,9 +124,16 @@ case class FullWindowCommittingExchangeExec(
   override def getShuffleRDD(partitionSpecs: Array[ShufflePartitionSpec]): RDD[InternalRow] =
     new ShuffledRowRDD(shuffleDependency, delegate.readMetrics, partitionSpecs)
 
-  override def runtimeStatistics: Statistics = Statistics(
-    metrics("dataSize").value,
-    Some(metrics(SQLShuffleWriteMetricsReporter.SHUFFLE_RECORDS_WRITTEN).value))
+  /** With map outputs placed as an earlier run kept them, their rows are neither counted nor
+   * sized (they are not read): the row count is unknown (never 0, which adaptive execution would
+   * take for an empty shuffle), and the size at least the bytes written and placed. */
+  override def runtimeStatistics: Statistics =
+    if (reusedMaps.isEmpty) Statistics(
+      metrics("dataSize").value,
+      Some(metrics(SQLShuffleWriteMetricsReporter.SHUFFLE_RECORDS_WRITTEN).value))
+    else Statistics(
+      BigInt(metrics("dataSize").value) max
+        BigInt(metrics(SQLShuffleWriteMetricsReporter.SHUFFLE_BYTES_WRITTEN).value), None)
 
   @transient private lazy val shuffleRDD = new ShuffledRowRDD(shuffleDependency, delegate.readMetrics)
   override protected def doExecute(): RDD[InternalRow] = shuffleRDD

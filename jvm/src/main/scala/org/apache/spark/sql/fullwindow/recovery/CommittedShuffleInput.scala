@@ -12,7 +12,8 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.{ShuffleDependency, SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.network.util.LimitedInputStream
-import org.apache.spark.shuffle.ShuffleWriteMetricsReporter
+import org.apache.spark.scheduler.MapStatus
+import org.apache.spark.shuffle.{IndexShuffleBlockResolver, ShuffleWriteMetricsReporter}
 import org.apache.spark.shuffle.sort.SortShuffleManager
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.UnsafeRowSerializer
@@ -108,6 +109,47 @@ object CommittedShuffleInput {
     }
   }
 
+  /**
+   * Places the map output an earlier run kept (data file `data`, index file `index`) as map
+   * `mapId` of shuffle `shuffleId` under Spark's block resolver, as it is: hard-linked when it is
+   * on the executor's local file system, else copied to it; nothing is read row by row or
+   * written again. The map output's status, with each partition's length from the index file.
+   * Fails (nothing placed) when the data file's size is not the index file's last offset.
+   */
+  def restore(resolver: IndexShuffleBlockResolver, shuffleId: Int, mapId: Long,
+      numPartitions: Int, data: String, index: String, hadoopConf: Configuration,
+      metrics: ShuffleWriteMetricsReporter): MapStatus = {
+    val offsets = readOffsets(index, numPartitions, hadoopConf)
+    val lengths = Array.tabulate(numPartitions)(j => offsets(j + 1) - offsets(j))
+    val target = resolver.getDataFile(shuffleId, mapId)
+    val tmp = new File(target.getParentFile,
+      s".${target.getName}.${java.util.UUID.randomUUID().toString.take(8)}.kept")
+    val src = new Path(data)
+    val fs = CommittedRows.fileSystem(src, hadoopConf)
+    try {
+      DurableCommit.localFile(fs, src) match {
+        case Some(local) =>
+          try Files.createLink(tmp.toPath, local.toPath)
+          catch {
+            case _: IOException | _: UnsupportedOperationException =>
+              Files.copy(local.toPath, tmp.toPath, StandardCopyOption.REPLACE_EXISTING)
+          }
+        case None =>
+          val in = fs.open(src)
+          try Files.copy(in, tmp.toPath, StandardCopyOption.REPLACE_EXISTING) finally in.close()
+      }
+      if (tmp.length() != offsets(numPartitions)) {
+        throw new IOException(s"kept map output $data has ${tmp.length()} bytes, its index " +
+          s"$index says ${offsets(numPartitions)}")
+      }
+      resolver.writeMetadataFileAndCommit(shuffleId, mapId, lengths, Array.emptyLongArray, tmp)
+    } finally {
+      if (tmp.exists()) tmp.delete()  // placed already (renamed), or a failed attempt's
+    }
+    metrics.incBytesWritten(offsets(numPartitions))  // its records are not counted: unknown
+    MapStatus(SparkEnv.get.blockManager.shuffleServerId, lengths, mapId)
+  }
+
   final case class Placed(path: String, bytes: Long, crc: Long)
 
   /**
@@ -175,17 +217,40 @@ class CommittingShuffleWriteProcessor(
     acc: CollectionAccumulator[String],
     operator: String = "shuffle input",
     extraJson: String = "",
-    alreadyKept: Set[Int] = Set.empty) extends CommitAfterShuffleWrite {
+    keptMaps: Map[Int, (String, String)] = Map.empty) extends CommitAfterShuffleWrite {
 
   override def createMetricsReporter(context: TaskContext): ShuffleWriteMetricsReporter =
     new SQLShuffleWriteMetricsReporter(context.taskMetrics().shuffleWriteMetrics, writeMetrics)
+
+  /** A map output an earlier run kept (`keptMaps`) is placed as it is (see
+   * [[CommittedShuffleInput.restore]]); where that fails, its rows are written again. */
+  override protected def restore(
+      dep: ShuffleDependency[_, _, _],
+      mapId: Long,
+      mapIndex: Int,
+      context: TaskContext): Option[MapStatus] = keptMaps.get(mapIndex).flatMap {
+    case (data, index) =>
+      SparkShims.shuffleManagerFor(SparkEnv.get, dep) match {
+        case sort: SortShuffleManager =>
+          try Some(CommittedShuffleInput.restore(sort.shuffleBlockResolver, dep.shuffleId, mapId,
+            dep.partitioner.numPartitions, data, index, conf.value.value,
+            createMetricsReporter(context)))
+          catch {
+            case NonFatal(e) =>
+              logWarning(s"fullwindow recovery: could not place the kept map output " +
+                s"$mapIndex of $vertex as it is; its rows are written again", e)
+              None
+          }
+        case _ => None
+      }
+  }
 
   override protected def afterWrite(
       dep: ShuffleDependency[_, _, _],
       mapId: Long,
       mapIndex: Int,
       context: TaskContext): Unit = {
-    if (alreadyKept.contains(mapIndex)) return  // written from its kept output: kept already
+    if (keptMaps.contains(mapIndex)) return  // written from its kept output: kept already
     SparkShims.shuffleManagerFor(SparkEnv.get, dep) match {
       case sort: SortShuffleManager =>
         val resolver = sort.shuffleBlockResolver

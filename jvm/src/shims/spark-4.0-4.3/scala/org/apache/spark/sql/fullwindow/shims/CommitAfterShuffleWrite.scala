@@ -12,10 +12,16 @@ abstract class CommitAfterShuffleWrite extends ShuffleWriteProcessor {
   protected def afterWrite(dep: ShuffleDependency[_, _, _], mapId: Long, mapIndex: Int,
       context: TaskContext): Unit
 
+  /** This map task's output placed under Spark's block resolver as it is, without computing or
+   * writing anything (an output an earlier run kept); None: computed and written. */
+  protected def restore(dep: ShuffleDependency[_, _, _], mapId: Long, mapIndex: Int,
+      context: TaskContext): Option[MapStatus] = None
+
   override def write(inputs: Iterator[_], dep: ShuffleDependency[_, _, _], mapId: Long,
-      mapIndex: Int, context: TaskContext): MapStatus = {
-    val status = super.write(inputs, dep, mapId, mapIndex, context)
-    afterWrite(dep, mapId, mapIndex, context)
-    status
-  }
+      mapIndex: Int, context: TaskContext): MapStatus =
+    restore(dep, mapId, mapIndex, context).getOrElse {
+      val status = super.write(inputs, dep, mapId, mapIndex, context)
+      afterWrite(dep, mapId, mapIndex, context)
+      status
+    }
 }
