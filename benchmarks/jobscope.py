@@ -50,7 +50,7 @@ from typing import Any
 from benchmarks.common import (DEFAULT_OUT, HERE, ROOT, _cpu_busy, _machine, _proc_tree_cpu,
                                child_json_path, child_result, invocation, logger,
                                read_child_json, rotation, run_watched, session, utc_date)
-from benchmarks.recovery import _fr, summarize_resume
+from benchmarks.recovery import _fr, record_job_cpu, summarize_resume
 from benchmarks.tables import _fmt_bytes, _stats
 
 JSON_PATH = os.path.join(HERE, "jobscope.json")
@@ -196,12 +196,7 @@ def _child_run(args: argparse.Namespace) -> int:
         fullwindow.recovery.start(spark)
         _job(spark, args, args.output)
         res["t_written"] = time.time()
-        cpu1, drv1 = _proc_tree_cpu(jvm_pid), time.process_time()
-        if cpu0 and cpu1:
-            res["job_cpu_s"] = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]) + (drv1 - drv0)
-            res["job_cpu_split_s"] = {"jvm": cpu1[0] - cpu0[0],
-                                      "python_workers": cpu1[1] - cpu0[1],
-                                      "driver_python": drv1 - drv0}
+        record_job_cpu(res, cpu0, _proc_tree_cpu(jvm_pid), time.process_time() - drv0)
         fullwindow.recovery.flush(spark)
         res["job_s"] = res["t_written"] - res["t_ready"]
         spark.conf.set("spark.fullwindow.recovery.enabled", "false")  # not a query of the job

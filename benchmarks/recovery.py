@@ -183,6 +183,17 @@ def _recovery_conf(directory: str, job_id: str) -> dict[str, str]:
             "spark.fullwindow.recovery.jobId": job_id}
 
 
+def record_job_cpu(res: dict[str, Any], cpu0: Any, cpu1: Any, driver_s: float) -> None:
+    """Puts a child run's job CPU into ``res``: the driver JVM and the Python workers under it
+    (``_proc_tree_cpu`` before and after: (JVM, workers) seconds, or None where /proc has none)
+    and this driver Python process (``driver_s``), summed (``job_cpu_s``) and split."""
+    if cpu0 and cpu1:
+        res["job_cpu_s"] = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]) + driver_s
+        res["job_cpu_split_s"] = {"jvm": cpu1[0] - cpu0[0],
+                                  "python_workers": cpu1[1] - cpu0[1],
+                                  "driver_python": driver_s}
+
+
 def _child_run(args: argparse.Namespace) -> int:
     """One run of the job in this process (recovery on), timed from session-ready to written."""
     res: dict[str, Any] = {"t_import": T_IMPORT}
@@ -196,13 +207,7 @@ def _child_run(args: argparse.Namespace) -> int:
         cpu0, drv0 = _proc_tree_cpu(jvm_pid), time.process_time()
         _job(spark, args, args.output)
         res["t_written"] = time.time()
-        cpu1, drv1 = _proc_tree_cpu(jvm_pid), time.process_time()
-        if cpu0 and cpu1:
-            # the driver JVM, the Python workers under it, and this (driver) Python process
-            res["job_cpu_s"] = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]) + (drv1 - drv0)
-            res["job_cpu_split_s"] = {"jvm": cpu1[0] - cpu0[0],
-                                      "python_workers": cpu1[1] - cpu0[1],
-                                      "driver_python": drv1 - drv0}
+        record_job_cpu(res, cpu0, _proc_tree_cpu(jvm_pid), time.process_time() - drv0)
         fullwindow.recovery.flush(spark)
         res["t_flushed"] = time.time()
         res["job_s"] = res["t_written"] - res["t_ready"]

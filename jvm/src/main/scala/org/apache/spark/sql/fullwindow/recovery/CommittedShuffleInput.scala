@@ -91,7 +91,8 @@ object CommittedShuffleInput {
    */
   def readMap(data: String, index: String, numPartitions: Int, numFields: Int,
       hadoopConf: Configuration, context: TaskContext): Iterator[Product2[Int, InternalRow]] = {
-    val offsets = readOffsets(index, numPartitions, hadoopConf)
+    // read when the rows are: a kept map output placed as it is (restore) never reads them
+    lazy val offsets = readOffsets(index, numPartitions, hadoopConf)
     val serializer = new UnsafeRowSerializer(numFields).newInstance()
     val serializerManager = SparkEnv.get.serializerManager
     var open: InputStream = null
