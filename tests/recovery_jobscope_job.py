@@ -4,7 +4,9 @@ whole-job recovery (``spark.fullwindow.recovery.scope=job``). Settings come from
 environment:
 
 SPARK_CONF_DIR         a directory whose spark-defaults.conf has the jar, the extension and,
-                       with recovery, its settings (none: the reference run)
+                       with recovery, its settings; or
+PYSPARK_SUBMIT_ARGS    ``--properties-file <that file> pyspark-shell``: the same settings,
+                       given to spark-submit
 IN                     a directory with two Parquet inputs, ``facts`` (id, k, v) and ``dims``
                        (k, name), written by the test
 OUT                    the Parquet directory the job writes
@@ -23,8 +25,9 @@ shuffle), are grouped by name (``groupBy().agg``) and written as Parquet.
 
 The job calls no fullwindow method: it imports fullwindow and makes its session with
 ``SparkSession.builder``. The jar, the extension and (with recovery) the recovery settings come
-from ``spark-defaults.conf`` in the ``SPARK_CONF_DIR`` the test writes (``Job.options``), as a
-job's settings may come from a cluster's defaults.
+from ``spark-defaults.conf`` in the ``SPARK_CONF_DIR`` the test writes, or from that file given to
+spark-submit (``Job.options``), as a job's settings may come from a cluster's defaults or its
+submit command.
 """
 import os
 import sys
