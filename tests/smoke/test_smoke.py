@@ -11,9 +11,10 @@ import pytest
 from pyspark.sql import functions as F
 
 import fullwindow
-from fullwindow import AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order
+from fullwindow import (AggregateFunction, EndOfStreamWindows, KeyNotSortableError, Order,
+                        ProcessWindowFunction)
 from fullwindow.errors import FullWindowSetupError
-from helpers import PACKAGE_PARENT, ROOT, executed_plan, kill_when, partitions, run_python
+from helpers import executed_plan, kill_when, partitions
 
 EOS = EndOfStreamWindows.get()
 
@@ -267,83 +268,97 @@ def test_spark_connect_plugin_on_every_line(tmp_path):
         _require_connect_plugin(str(bare))
 
 
-NO_GRPC_JOB = """
-import json, sys
-import pandas as pd
-import pyarrow as pa
-from pyspark.sql import functions as F
-import fullwindow
-from fullwindow import AggregateFunction, EndOfStreamWindows, ProcessWindowFunction
+class SumV(AggregateFunction):
+    def create_accumulator(self):
+        return 0
 
-class Total(AggregateFunction):
-    def create_accumulator(self): return 0
-    def add(self, value, acc): return acc + value.v
-    def get_result(self, acc): return (acc,)
-    def merge(self, a, b): return a + b
+    def add(self, value, acc):
+        return acc + value.v
 
-class Count(ProcessWindowFunction):
-    def process(self, key, ctx, rows): yield (key, sum(1 for _ in rows))
+    def get_result(self, acc):
+        return (acc,)
 
-def frames(key, parts): yield pd.DataFrame({"k": [key], "n": [sum(len(p) for p in parts)]})
-
-spark = fullwindow.session(master="local[2]")
-spark.conf.set("spark.sql.shuffle.partitions", "4")
-EOS = EndOfStreamWindows.get()
-df = spark.range(0, 40, 1, 2).selectExpr("id % 4 AS k", "id AS v",
-                                          "timestamp_seconds(id) AS t", "named_struct('a', id) AS s")
-w, k = df.fullWindowPartition(), df.keyBy("k")
-right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
-out = {
-    "sortPartition": w.sortPartition("v").count(),
-    "mapPartition": sum(r.n for r in w.mapPartition(
-        lambda rows: [(sum(1 for r in rows if r.t.year == 1970 and r.s.a == r.v),)],
-        "n long").collect()),
-    "mapPartitionInArrow": sum(r.n for r in w.mapPartitionInArrow(
-        lambda bs: (pa.RecordBatch.from_pydict({"n": [b.num_rows]}) for b in bs),
-        "n long").collect()),
-    "mapPartitionInPandas": w.mapPartitionInPandas(lambda fs: (f[["k"]] for f in fs),
-                                                   "k long").count(),
-    "aggregate": sum(r.s for r in w.aggregate(F.sum("v").alias("s")).collect()),
-    "aggregate Python": sum(r.s for r in w.aggregate(Total(), "s long").collect()),
-    "reduce": sum(r.v for r in w.reduce(lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
-    "process": sorted(tuple(r) for r in w.process(Count(), "k long, n long").collect()),
-    "keyed mapPartition": sorted(tuple(r) for r in k.fullWindowPartition().mapPartition(
-        lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long").collect()),
-    "keyed mapPartitionInPandas": sorted(tuple(r) for r in k.fullWindowPartition()
-                                         .mapPartitionInPandas(frames, "k long, n long").collect()),
-    "keyed aggregate": sorted(tuple(r) for r in k.window(EOS).aggregate(Total(), "s long").collect()),
-    "keyed reduce": sorted(r.v for r in k.window(EOS).reduce(
-        lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
-    "keyed process": sorted(tuple(r) for r in k.window(EOS).process(Count(), "k long, n long").collect()),
-    "keyed applyInPandas": sorted(tuple(r) for r in k.window(EOS).applyInPandas(
-        frames, "k long, n long").collect()),
-    "coGroup apply": sorted(tuple(r) for r in k.coGroup(right.keyBy("k")).window(EOS).apply(
-        lambda key, l, r: [(key, sum(1 for _ in l), sum(x.w for x in r))],
-        "k long, n long, w long").collect()),
-    "coGroup applyInPandas": sorted(tuple(r) for r in k.coGroup(right.keyBy("k")).window(EOS)
-                                    .applyInPandas(lambda key, l, r: frames(key, l),
-                                                   "k long, n long").collect()),
-}
-print("RESULT " + json.dumps(out))
-print("GRPC " + str(sorted(m for m in sys.modules if m.split(".")[0] == "grpc")))
-spark.stop()
-"""
+    def merge(self, a, b):
+        return a + b
 
 
-def test_a_classic_session_runs_every_operation_without_grpc(tmp_path):
+class CountRows(ProcessWindowFunction):
+    def process(self, key, ctx, rows):
+        yield (key, sum(1 for _ in rows))
+
+
+def count_frames(key, parts):
+    import pandas as pd
+
+    yield pd.DataFrame({"k": [key], "n": [sum(len(p) for p in parts)]})
+
+
+def grpc_import(_rows):
+    """In a Python worker: what ``import grpc`` does there, and any grpc module it holds."""
+    import sys
+
+    try:
+        import grpc  # noqa: F401
+        said = "importable"
+    except ImportError as err:
+        said = f"ImportError: {err}"
+    yield (said, ",".join(sorted(m for m in sys.modules if m.split(".")[0] == "grpc")))
+
+
+def test_a_classic_session_runs_every_operation_without_grpc(spark):
     """A classic session needs no Spark Connect client library on any line (on 3.5 too, whose
     pyspark keeps its only Arrow/row converters in its Connect client): with gRPC not importable,
-    in the driver and in the Python workers, fullwindow.session() runs every operation."""
-    import json
+    in the driver and in the Python workers (tests/smoke/conftest.py blocks it for the whole
+    suite, whose session is this one), every operation runs."""
+    import sys
 
-    blocked = tmp_path / "grpc"
-    blocked.mkdir()
-    (blocked / "__init__.py").write_text('raise ImportError("grpc is not installed here")\n')
-    r = run_python(NO_GRPC_JOB, timeout=600, env={"PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), PACKAGE_PARENT, os.path.join(ROOT, "tests")])})
-    said = [line for line in r.stdout.splitlines() if line.startswith("RESULT ")]
-    assert said, r.stdout + r.stderr[-3000:]
-    out = json.loads(said[0][len("RESULT "):])
+    with pytest.raises(ImportError):
+        import grpc  # noqa: F401
+    assert sorted(m for m in sys.modules if m.split(".")[0] == "grpc") == []
+
+    import pyarrow as pa
+
+    df = spark.range(0, 40, 1, 2).selectExpr(
+        "id % 4 AS k", "id AS v", "timestamp_seconds(id) AS t", "named_struct('a', id) AS s")
+    w, k = df.fullWindowPartition(), df.keyBy("k")
+    probes = w.mapPartition(grpc_import, "said string, modules string").collect()
+    assert len(probes) == 2 and all(r.said.startswith("ImportError") and r.modules == ""
+                                    for r in probes), probes
+    right = spark.range(0, 8).selectExpr("id % 4 AS k", "id AS w")
+    out = {
+        "sortPartition": w.sortPartition("v").count(),
+        "mapPartition": sum(r.n for r in w.mapPartition(
+            lambda rows: [(sum(1 for r in rows if r.t.year == 1970 and r.s.a == r.v),)],
+            "n long").collect()),
+        "mapPartitionInArrow": sum(r.n for r in w.mapPartitionInArrow(
+            lambda bs: (pa.RecordBatch.from_pydict({"n": [b.num_rows]}) for b in bs),
+            "n long").collect()),
+        "mapPartitionInPandas": w.mapPartitionInPandas(lambda fs: (f[["k"]] for f in fs),
+                                                       "k long").count(),
+        "aggregate": sum(r.s for r in w.aggregate(F.sum("v").alias("s")).collect()),
+        "aggregate Python": sum(r.s for r in w.aggregate(SumV(), "s long").collect()),
+        "reduce": sum(r.v for r in w.reduce(lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
+        "process": sorted(list(r) for r in w.process(CountRows(), "k long, n long").collect()),
+        "keyed mapPartition": sorted(list(r) for r in k.fullWindowPartition().mapPartition(
+            lambda key, rows: [(key, sum(1 for _ in rows))], "k long, n long").collect()),
+        "keyed mapPartitionInPandas": sorted(
+            list(r) for r in k.fullWindowPartition().mapPartitionInPandas(
+                count_frames, "k long, n long").collect()),
+        "keyed aggregate": sorted(list(r) for r in k.window(EOS).aggregate(
+            SumV(), "s long").collect()),
+        "keyed reduce": sorted(r.v for r in k.window(EOS).reduce(
+            lambda a, b: (a.k, a.v + b.v, a.t, a.s)).collect()),
+        "keyed process": sorted(list(r) for r in k.window(EOS).process(
+            CountRows(), "k long, n long").collect()),
+        "keyed applyInPandas": sorted(list(r) for r in k.window(EOS).applyInPandas(
+            count_frames, "k long, n long").collect()),
+        "coGroup apply": sorted(list(r) for r in k.coGroup(right.keyBy("k")).window(EOS).apply(
+            lambda key, l, r: [(key, sum(1 for _ in l), sum(x.w for x in r))],
+            "k long, n long, w long").collect()),
+        "coGroup applyInPandas": sorted(
+            list(r) for r in k.coGroup(right.keyBy("k")).window(EOS).applyInPandas(
+                lambda key, l, r: count_frames(key, l), "k long, n long").collect()),
+    }
     per_key = [[k, 10] for k in range(4)]
     total = sum(range(40))
     assert out == {
@@ -356,7 +371,7 @@ def test_a_classic_session_runs_every_operation_without_grpc(tmp_path):
         "keyed applyInPandas": per_key,
         "coGroup apply": [[k, 10, k + k + 4] for k in range(4)],
         "coGroup applyInPandas": per_key}
-    assert "GRPC []" in r.stdout
+    assert sorted(m for m in sys.modules if m.split(".")[0] == "grpc") == []
 
 
 def test_numeric_columns_reach_python_as_arrow_gives_them():
