@@ -96,14 +96,18 @@ class Job(RecoveryJob):
         return fps[want - 1] if len(fps) >= want else None
 
 
-@pytest.fixture(scope="module")
-def reference():
+def expected_output() -> list[tuple]:
     """An uninterrupted run's output (name, total, n) for the input _write_input writes: ids 0
     to 3999, k = id % 50 named ``n<k>``, w = 3 * v. Computed, not run (a driver started only for
     it cost a JVM start); test_an_uninterrupted_run_without_recovery_writes_the_reference runs
     the job for it."""
     return sorted((f"n{k:02d}", sum(3 * i for i in range(k, 4000, 50)), len(range(k, 4000, 50)))
                   for k in range(50))
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return expected_output()
 
 
 def test_an_uninterrupted_run_without_recovery_writes_the_reference(tmp_path, reference):

@@ -434,6 +434,72 @@ def test_a_python_data_source_writer_is_unchecked(spark, tmp_path):
             spark.conf.unset(k)
 
 
+def test_a_recovered_write_shows_its_own_command(spark, tmp_path):
+    """A write of a job with recovery on runs inside fullwindow's FullWindowWrite command, and
+    still shows its own: query-execution listeners (which lineage tools such as OpenLineage
+    are) get one success of the write's own command (InsertIntoHadoopFsRelationCommand), the
+    SQL tab lists its execution under the write's, and EXPLAIN shows it; nothing shows it
+    twice."""
+    import time
+
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    import fullwindow
+    from fullwindow.recovery._jobs import _runtime
+
+    rec, out = str(tmp_path / "recovery"), str(tmp_path / "out")
+    keys = {"spark.fullwindow.recovery.enabled": "true", "spark.fullwindow.recovery.dir": rec,
+            "spark.fullwindow.recovery.jobId": "lineage"}
+    seen: list = []
+
+    class Listener:
+        def onSuccess(self, func, qe, duration):
+            seen.append((func, qe.analyzed().nodeName()))
+
+        def onFailure(self, func, qe, error):
+            seen.append(("failed", func))
+
+        class Java:
+            implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    listener = Listener()
+    manager = spark._jsparkSession.listenerManager()
+    store = spark._jsparkSession.sharedState().statusStore()
+    before = store.executionsCount()
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    manager.register(listener)
+    try:
+        fullwindow.recovery.start(spark)
+        spark.range(10).write.parquet(out)
+        deadline = time.time() + 30  # listeners run on the listener bus's thread
+        while len(seen) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # and nothing more comes
+        assert sorted(seen) == [("command", "FullWindowWrite"),
+                                ("command", "InsertIntoHadoopFsRelationCommand")], seen
+        executions = store.executionsList()
+        mine = [executions.apply(i) for i in range(executions.size())
+                if executions.apply(i).executionId() >= before]
+        plans = {e.executionId(): e.physicalPlanDescription().splitlines()[1] for e in mine}
+        assert sorted(plans.values()) == ["Execute FullWindowWrite (1)",
+                                          "Execute InsertIntoHadoopFsRelationCommand (3)"], plans
+        root = min(plans)
+        assert all(e.rootExecutionId() == root for e in mine)
+        spark.sql(f"CREATE TABLE lineage_t (id BIGINT) USING parquet LOCATION '{out}'")
+        explained = spark.sql("EXPLAIN INSERT INTO lineage_t SELECT * FROM range(3)").first()[0]
+        assert "FullWindowWrite" in explained and "InsertIntoHadoopFsRelationCommand" in explained
+        assert spark.table("lineage_t").count() == 10  # EXPLAIN wrote nothing
+    finally:
+        manager.unregister(listener)
+        spark.sql("DROP TABLE IF EXISTS lineage_t")
+        fullwindow.recovery.flush(spark)
+        _runtime.close_job(os.path.join(rec, "lineage"))
+        for k in keys:
+            spark.conf.unset(k)
+
+
 def write_records(job: "Job") -> dict:
     """The job's write records by write identity: ``{(fingerprint, occurrence): {state:
     [numbers]}}`` (``<number>.<fingerprint>.<occurrence>.<state>``, number the write's place in

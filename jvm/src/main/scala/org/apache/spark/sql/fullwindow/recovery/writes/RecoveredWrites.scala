@@ -14,6 +14,7 @@ import org.apache.spark.sql.{Row, SparkSession => AnySession}
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.CommandResultExec
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
 import org.apache.spark.sql.fullwindow.{FullWindowAnalysisException, FullWindowErrors, FullWindowPython}
 import org.apache.spark.sql.fullwindow.recovery.{FullWindowRecoveryJobs, FullWindowRecoveryListener, HintRecovery}
@@ -346,7 +347,17 @@ object RecoveredWrites extends Logging {
       val before = settings.keys.map(k => k -> Option(conf.getConfString(k, null))).toMap
       settings.foreach { case (k, v) => conf.setConfString(k, v) }
       depth.set(depth.get + 1)
-      try SparkShims.ofRows(session, plan).collect().toSeq
+      try {
+        // a command runs once, as the Dataset is made (its own execution: listeners and the
+        // SQL tab see the write's own command, which lineage tools read); its rows are then
+        // taken from its result as they are: a collect() would be a second execution that
+        // shows the same command again
+        val ds = SparkShims.ofRows(session, plan)
+        ds.queryExecution.executedPlan match {
+          case result: CommandResultExec => result.executeCollectPublic().toSeq
+          case _ => ds.collect().toSeq
+        }
+      }
       finally {
         depth.set(depth.get - 1)
         before.foreach {
