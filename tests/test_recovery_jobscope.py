@@ -41,6 +41,9 @@ class Job(RecoveryJob):
         super().__init__(base, name, recovery)
         self.input = _write_input(self.base)
         self.aqe, self.mode, self.settings = aqe, mode, settings
+        #: more Spark settings and driver environment (a store's: tests/test_recovery_s3.py)
+        self.more_settings: dict = {}
+        self.more_env: dict = {}
 
     def options(self, **options) -> dict:
         """The job's settings from a file it never reads itself (item 5 of issue 48: recovery
@@ -51,7 +54,7 @@ class Job(RecoveryJob):
         class path, which the test JVMs' class-data archive does not begin with, so that
         driver runs without the archive: about 10 CPU seconds more (issue 49), paid by the one
         test that runs this way."""
-        conf = {"IN": self.input, "AQE": self.aqe, "MODE": self.mode}
+        conf = {"IN": self.input, "AQE": self.aqe, "MODE": self.mode, **self.more_env}
         if self.settings == "defaults":
             conf["SPARK_CONF_DIR"] = self.defaults()
         else:
@@ -76,6 +79,7 @@ class Job(RecoveryJob):
                              "spark.fullwindow.recovery.jobId": self.name,
                              "spark.fullwindow.recovery.scope": "job",
                              "spark.fullwindow.eventStore.flushInterval": "200ms"})
+        settings.update(self.more_settings)
         with open(os.path.join(d, "spark-defaults.conf"), "w") as f:
             f.writelines(f"{k} {v}\n" for k, v in settings.items())
         return d
