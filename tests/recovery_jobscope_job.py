@@ -14,6 +14,7 @@ MARKS, RUN             a directory where the Python UDFs leave one file per task
                        ``<stage>-<partition>-<run>-<attempt>``, and this run's name
 SLOW                   seconds the slow UDF sleeps once per task
 AQE                    "false": spark.sql.adaptive.enabled=false
+MASTER                 the master URL (none: local[2])
 MODE                   "plain": the slow step over a hash shuffle join; "roundrobin": a
                        round-robin ``repartition(4)`` before the slow step (an indeterminate
                        shuffle: kept whole or computed whole); "nondeterministic": the slow UDF
@@ -53,13 +54,19 @@ def mark(stage):
 
 def main():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers' Python: this one
-    builder = (SparkSession.builder.master("local[2]").appName("recovery-jobscope")
+    builder = (SparkSession.builder.master(os.environ.get("MASTER", "local[2]"))
+               .appName("recovery-jobscope")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.adaptive.enabled", os.environ.get("AQE", "true"))
                .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
                .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
+    # the UDFs' settings, for executors of a cluster too (their workers do not inherit this
+    # process's environment)
+    for name in ("MARKS", "RUN", "SLOW"):
+        if name in os.environ:
+            builder = builder.config(f"spark.executorEnv.{name}", os.environ[name])
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     # fullwindow's own warnings stay in the log: the test reads them (a kept map output that

@@ -305,3 +305,39 @@ def test_executor_and_driver_killed_on_a_standalone_cluster(tmp_path, cluster):
     elapsed = time.time() - t0
     print(f"recovery on a standalone cluster: lost executor {lost_exec} (partition {lost}), "
           f"{len(done)} of {N} partitions committed at the driver kill, {elapsed:.0f}s")
+
+
+def test_whole_job_killed_midway_resumes_on_a_standalone_cluster(tmp_path, cluster):
+    """Whole-job recovery (``scope=job``, tests/test_recovery_jobscope.py's plain job) on the
+    two-worker standalone cluster: the map outputs are kept by the executors (their own JVMs),
+    the driver is killed midway through the slow map stage, and the resumed run's executors
+    read the join's shuffles back, run only the missing map tasks, and place each kept map
+    output of the partly kept shuffle under their block resolver (no executor falls back to
+    writing it again from its rows: its log would say so)."""
+    import glob
+
+    from test_recovery_jobscope import PARTS as MAPS
+    from test_recovery_jobscope import Job as WholeJob
+    from test_recovery_jobscope import expected_output
+
+    job = WholeJob(tmp_path, "whole")
+    job.more_env = {"MASTER": cluster.url}
+    job.more_settings = {"spark.executor.cores": "1", "spark.executor.memory": "900m"}
+    from helpers import kill_when
+
+    p = job.start("r1", slow=4.0)
+    kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
+    slow = job.slow_shuffle()
+    done = job.finished(slow)
+    assert 2 <= len(done) < len(MAPS), job.log("r1")[-3000:]
+    job.run("r2")
+    assert job.output() == expected_output()
+    assert job.ran("A", "r2") == []  # the join's shuffles were read back
+    assert job.ran("U", "r2") == sorted(set(MAPS) - done)
+    last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
+    assert last["recovered"] == len(done)
+    logs = glob.glob(os.path.join(cluster.logdir, "work", "*", "*", "stderr"))
+    assert logs
+    for path in logs:
+        with open(path, errors="replace") as f:
+            assert "could not place the kept map output" not in f.read(), path
