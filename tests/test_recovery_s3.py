@@ -141,27 +141,18 @@ def test_whole_job_killed_midway_resumes_from_s3(tmp_path, s3, files):
     killed midway through the slow map stage. The resume reads the join's two shuffles back from
     S3, runs only the slow stage's missing map tasks, and puts each kept map output of that
     partly kept shuffle under Spark's block resolver by copying it from the bucket."""
-    from test_recovery_jobscope import PARTS as MAPS
     from test_recovery_jobscope import Job as WholeJob
-    from test_recovery_jobscope import expected_output
+    from test_recovery_jobscope import killed_midway_and_resumed
 
     job = WholeJob(tmp_path, "whole")
     job.dir = f"{s3.bucket}/fw-{uuid.uuid4().hex[:8]}"
     job.more_settings, job.more_env = s3.conf(), s3.driver_env()
-    p = job.start("r1", slow=4.0)
-    kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
-    slow = job.slow_shuffle()
-    done = job.finished(slow)
-    assert 2 <= len(done) < len(MAPS), job.log("r1")[-3000:]
-    kept = files.listdir(f"{job.dir}/{job.name}/shuffles/{slow.split(':', 1)[-1]}")
-    assert sum(n.endswith(".data") for n in kept) >= len(done), kept
-    job.run("r2")
-    assert job.output() == expected_output()
-    assert job.ran("A", "r2") == []  # the join's shuffles were read back from the bucket
-    assert job.ran("U", "r2") == sorted(set(MAPS) - done)
-    assert "could not place the kept map output" not in job.log("r2")
-    last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
-    assert last["recovered"] == len(done)
+
+    def in_the_bucket(slow: str, done: set) -> None:
+        kept = files.listdir(f"{job.dir}/{job.name}/shuffles/{slow.split(':', 1)[-1]}")
+        assert sum(n.endswith(".data") for n in kept) >= len(done), kept
+
+    killed_midway_and_resumed(job, in_the_bucket)
 
 
 def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_path, reference,
