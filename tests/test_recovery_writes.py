@@ -466,7 +466,13 @@ def test_a_recovered_write_shows_its_own_command(spark, tmp_path):
     listener = Listener()
     manager = spark._jsparkSession.listenerManager()
     store = spark._jsparkSession.sharedState().statusStore()
-    before = store.executionsCount()
+    def last_execution() -> int:
+        """The newest execution's id (the store lists them by id; it keeps only the newest
+        spark.sql.ui.retainedExecutions, so their count is no id), or -1."""
+        listed = store.executionsList()
+        return listed.apply(listed.size() - 1).executionId() if listed.size() else -1
+
+    before = last_execution()
     for k, v in keys.items():
         spark.conf.set(k, v)
     manager.register(listener)
@@ -481,7 +487,7 @@ def test_a_recovered_write_shows_its_own_command(spark, tmp_path):
                                 ("command", "InsertIntoHadoopFsRelationCommand")], seen
         executions = store.executionsList()
         mine = [executions.apply(i) for i in range(executions.size())
-                if executions.apply(i).executionId() >= before]
+                if executions.apply(i).executionId() > before]
         plans = {e.executionId(): e.physicalPlanDescription().splitlines()[1] for e in mine}
         assert sorted(plans.values()) == ["Execute FullWindowWrite (1)",
                                           "Execute InsertIntoHadoopFsRelationCommand (3)"], plans
