@@ -122,40 +122,36 @@ def test_an_uninterrupted_run_without_recovery_writes_the_reference(tmp_path, re
     assert rows == reference
 
 
-def killed_midway_and_resumed(job: Job, kept=None) -> tuple[str, set]:
+def killed_midway_and_resumed(job: Job, files=None) -> str:
     """The plain job killed once 2 of its slow stage's 4 map outputs are kept, then resumed (here,
     and for the other stores and masters: tests/test_recovery_hdfs.py, _s3.py, _cluster.py):
-    the output is exact, the join's shuffles are read back (A runs no task), only the missing
-    map tasks run, the kept ones are placed as they are (no fallback to their rows in the log),
-    and the resumed slow shuffle says how many it reused. ``kept(slow, done)``, called between
-    the kill and the resume, checks more of the first run (a false value fails). Returns the
-    slow shuffle's vertex and the map tasks the first run kept."""
+    the slow stage ran in the first run; the output is exact; the join's shuffles are read back
+    (A runs no task); only the missing map tasks run; the kept ones are placed as they are (no
+    fallback to their rows in the log); the resumed slow shuffle is stable and says how many it
+    reused. ``files``: the job directory's store (a Hadoop file system wrapper), where the kept
+    map outputs must be before the resume. Returns the slow shuffle's vertex."""
     p = job.start("r1", slow=4.0)
     kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
     slow = job.slow_shuffle()
     done = job.finished(slow)
     assert 2 <= len(done) < len(PARTS), job.log("r1")[-3000:]
-    if kept is not None:
-        assert kept(slow, done) is not False
+    assert job.ran("U", "r1")
+    if files is not None:
+        kept = files.listdir(f"{job.dir}/{job.name}/shuffles/{slow.split(':', 1)[-1]}")
+        assert sum(n.endswith(".data") for n in kept) >= len(done), kept
     job.run("r2")
     assert job.output() == expected_output()
     assert job.ran("A", "r2") == []
     assert job.ran("U", "r2") == sorted(set(PARTS) - done)
     assert "could not place the kept map output" not in job.log("r2")
     last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
-    assert last["recovered"] == len(done)
-    return slow, done
+    assert last["recovered"] == len(done) and last["stable"] is True
+    return slow
 
 
-def _killed_midway(tmp_path, reference, aqe: str, settings: str = "submit") -> None:
+def _killed_midway(tmp_path, reference, aqe: str, settings: str = "submit") -> tuple[Job, str]:
     job = Job(tmp_path, f"midway-{aqe}", aqe=aqe, settings=settings)
-    # the join's shuffles kept whole and read back: facts' UDF (A) does not run again; only
-    # the slow stage's map tasks whose output was not kept run again, and the kept ones are
-    # placed under Spark's block resolver as they were, not written again
-    slow, done = killed_midway_and_resumed(
-        job, lambda slow, done: bool(job.ran("U", "r1")))  # the slow stage ran in r1
-    last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
-    assert last["stable"] is True
+    slow = killed_midway_and_resumed(job)
     # a third run: every shuffle kept whole, nothing upstream of the write runs
     job.run("r3")
     assert job.output() == reference

@@ -466,6 +466,7 @@ def test_a_recovered_write_shows_its_own_command(spark, tmp_path):
     listener = Listener()
     manager = spark._jsparkSession.listenerManager()
     store = spark._jsparkSession.sharedState().statusStore()
+
     def last_execution() -> int:
         """The newest execution's id (the store lists them by id; it keeps only the newest
         spark.sql.ui.retainedExecutions, so their count is no id), or -1."""
@@ -486,8 +487,8 @@ def test_a_recovered_write_shows_its_own_command(spark, tmp_path):
         assert sorted(seen) == [("command", "FullWindowWrite"),
                                 ("command", "InsertIntoHadoopFsRelationCommand")], seen
         executions = store.executionsList()
-        mine = [executions.apply(i) for i in range(executions.size())
-                if executions.apply(i).executionId() > before]
+        listed = (executions.apply(i) for i in range(executions.size()))
+        mine = [e for e in listed if e.executionId() > before]
         plans = {e.executionId(): e.physicalPlanDescription().splitlines()[1] for e in mine}
         assert sorted(plans.values()) == ["Execute FullWindowWrite (1)",
                                           "Execute InsertIntoHadoopFsRelationCommand (3)"], plans
