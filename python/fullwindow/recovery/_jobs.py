@@ -29,6 +29,11 @@ from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, input_
                                          operators_dir, recovery_state)
 from fullwindow.recovery.lease import Lease, attempt_of
 
+#: the version of the plan texts a new job's fingerprints are made of (the jar's
+#: ``FullWindowPython.TextVersion``: 2 keeps which columns each operator refers to, 1 did not);
+#: a job keeps its first run's version, recorded in each run's ``runStarted`` event
+TEXT_VERSION = 2
+
 log = logging.getLogger("fullwindow.recovery")
 
 
@@ -61,10 +66,18 @@ class _Job:
             self.fs.makedirs(operators_dir(self.job_dir))
             read: Dict[str, int] = {}
             events: List[Dict[str, Any]] = []
+            runs: List[Dict[str, Any]] = []
             for _, evs in EventStore.read_segments(events_dir(self.job_dir), self.fs,
-                                                   sizes=read):
+                                                   sizes=read, runs=runs):
                 events.extend(evs)
             self.state = recovery_state(events)
+            # the plan-text version of the job's fingerprints: the current one for a new job,
+            # else its first run's (1 when that run recorded none: written before version 2)
+            self.text_version = (int(runs[0].get("textVersion", 1)) if runs
+                                 else 1 if events else TEXT_VERSION)
+            from fullwindow._jvm import facade
+
+            facade(spark).textVersion(self.job_dir, self.text_version)
             self.input_records = input_records(events)
             # the run's first event fences off whatever earlier drivers write from now on
             self.store = EventStore(
@@ -72,7 +85,8 @@ class _Job:
                 self.fs, on_error=self._store_failed,
                 objects=self.storage["events"] == "objects",
                 first=dict({"type": RUN_STARTED, "epoch": self.lease.epoch, "read": read,
-                            "appId": str(spark.sparkContext.applicationId)},
+                            "appId": str(spark.sparkContext.applicationId),
+                            "textVersion": self.text_version},
                            **({"connectSession": owner["session"], "user": owner["user"]}
                               if owner else {})),
                 gate=self.lease.state)
@@ -471,16 +485,18 @@ def fingerprint(out: DataFrame, operation: str, func: Any = None, extra: Any = N
 
 
 def _fingerprints(out: DataFrame, operation: str, func: Any = None, extra: Any = None, *,
-                  code: Optional[bytes] = None,
-                  extra_text: Optional[str] = None) -> "tuple[str, str, List[str]]":
+                  code: Optional[bytes] = None, extra_text: Optional[str] = None,
+                  job_dir: str = "") -> "tuple[str, str, List[str]]":
     """The operation's fingerprint, its structural fingerprint (the same without the input
     listings: it stays the same when only the inputs changed) and its inputs, one line each
     (``root TAB digest TAB files TAB bytes``), upstream operations' included. ``code`` and
     ``extra_text``: the function's digest and ``repr(extra)`` made elsewhere (a Spark Connect
-    client's), in place of ``func`` and ``extra``."""
+    client's), in place of ``func`` and ``extra``. ``job_dir``: the job's directory, whose
+    plan-text version the plan's text is made with (the current one without)."""
     from fullwindow._jvm import facade
 
-    full, structure, inputs = (str(t) for t in facade(out).planFingerprints(out._jdf))
+    full, structure, inputs = (str(t) for t in
+                               facade(out).planFingerprints(out._jdf, job_dir))
     if code is None:
         code = _func_digest(func)
     if extra_text is None:
@@ -530,7 +546,8 @@ def _commit(out: DataFrame, operation: str, settings: RecoverySettings, *, code:
     spark = out.sparkSession
     fw = facade(out)
     job = _runtime.job(spark, settings, operation, owner)
-    fp, structure, inputs_now = _fingerprints(out, operation, code=code, extra_text=extra_text)
+    fp, structure, inputs_now = _fingerprints(out, operation, code=code, extra_text=extra_text,
+                                              job_dir=job.job_dir)
     with _runtime.lock:
         _runtime.owner[fp] = job
     decided = job.decided.get(fp)

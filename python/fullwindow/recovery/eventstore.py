@@ -449,11 +449,12 @@ class EventStore:
 
     @staticmethod
     def read_segments(directory: str, fs: Any = None, warn: bool = True,
-                      sizes: Optional[Dict[str, int]] = None
+                      sizes: Optional[Dict[str, int]] = None,
+                      runs: Optional[List[Dict[str, Any]]] = None
                       ) -> List[Tuple[str, List[Dict[str, Any]]]]:
         """Per segment that counts (one per run), oldest first: its path and its intact events
         (fenced). ``sizes``, when given, receives how many bytes of each segment were read: a new
-        run's fence."""
+        run's fence; ``runs``, each counted segment's ``runStarted`` record, oldest first."""
         fs = fs or _fs.filesystem(directory)
         problems: List[str] = []
         raw = EventStore.read_raw(directory, fs, problems)
@@ -464,6 +465,8 @@ class EventStore:
             path = _fs.join(directory, name)
             events, bad = decode_records(data, path)
             problems.extend(bad)
+            if runs is not None:
+                runs.extend(e for e in events[:1] if e.get("type") == RUN_STARTED)
             out.append((path, [e for e in events if e.get("type") != RUN_STARTED]))
         for p in problems:
             log.warning("fullwindow: %s", p)

@@ -3,7 +3,7 @@ package org.apache.spark.sql.fullwindow
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{Column, Row}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, Descending, PythonUDF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Attribute, AttributeReference, Descending, PythonUDF, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LeafNode, LocalRelation, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
@@ -288,12 +288,48 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
    * input listings (the operation's structure: upstream operations by their own structures, each
    * input by its root only), and one line per input the operation depends on, its upstream
    * operations' included (`root TAB digest TAB files TAB bytes`), newline-separated (three
-   * strings: py4j fetches each element of an array in a call of its own).
+   * strings: py4j fetches each element of an array in a call of its own). The texts are of the
+   * version job `jobDir`'s first run used ([[textVersion]]; the current one for "" or a job not
+   * opened here).
    */
-  def planFingerprints(df: Dataset[Row]): Array[String] = {
-    val t = planTexts(df.queryExecution.analyzed)
+  def planFingerprints(df: Dataset[Row], jobDir: String): Array[String] = {
+    val t = planTexts(df.queryExecution.analyzed, textVersion(jobDir))
     Array(t.full, t.structure, t.inputs.map(_.line).mkString("\n"))
   }
+
+  /**
+   * How plan texts are made. The text is the canonicalized plan's, without expression ids (they
+   * differ from run to run), which also drops what tells a reference to one column from one to
+   * another: in version 1, `select("a")` and `select("b")` of one table, or a filter or a
+   * grouping on either column, had one text, one fingerprint, and one operation's committed
+   * output could be read back for the other. Version 2 adds, per node, the positions in its
+   * input of the columns its expressions refer to, in order ([[columnsRead]]). A job keeps the
+   * version its first run used ([[textVersion]]): a job directory written before version 2
+   * resumes with the fingerprints it recorded (its committed writes still recognised), and
+   * every new job uses version 2.
+   */
+  val TextVersion = 2
+
+  /** Version 2's addition to a plan's text: for each node (subqueries' too), the position in its
+    * children's output of each column its expressions refer to, in the order they do (`-1`: a
+    * column it makes itself, such as a leaf's output). */
+  private def columnsRead(plan: LogicalPlan, version: Int): String =
+    if (version <= 1) ""
+    else "\ncolumns:\n" + plan.collectWithSubqueries { case n =>
+      val in = n.children.flatMap(_.output).map(_.exprId)
+      n.expressions.flatMap(_.collect { case a: AttributeReference => in.indexOf(a.exprId) })
+        .mkString(",")
+    }.mkString(";")
+
+  private val textVersions = new java.util.concurrent.ConcurrentHashMap[String, Integer]()
+
+  /** Job `jobDir`'s plan-text version: its runtime sets it when it opens the job (the version
+    * its first run recorded, 1 when that run recorded none). */
+  def textVersion(jobDir: String, version: Int): Unit = textVersions.put(jobDir, version)
+
+  /** The plan-text version of job `jobDir` ([[TextVersion]] for a job not opened here). */
+  def textVersion(jobDir: String): Int =
+    Option(textVersions.get(jobDir)).map(_.intValue).getOrElse(TextVersion)
 
   /** The stable text of an analyzed plan (see [[planFingerprint]]). */
   def planText(analyzed: LogicalPlan): String = planTexts(analyzed).full
@@ -301,14 +337,17 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /** The stable texts of a plan, with and without input listings, and its inputs. */
   final case class PlanTexts(full: String, structure: String, inputs: Seq[InputFingerprint.Input])
 
-  def planTexts(analyzed: LogicalPlan): PlanTexts = {
+  def planTexts(analyzed: LogicalPlan): PlanTexts = planTexts(analyzed, TextVersion)
+
+  def planTexts(analyzed: LogicalPlan, version: Int): PlanTexts = {
     val plan = analyzed.transformDown {
       case c: FullWindowCommit => RecoveryMarker(c.fingerprint, c.output)
       case s: FullWindowRecoveredScan => RecoveryMarker(s.fingerprint, s.output)
     }
     val local = plan.collect { case l: LocalRelation => l.data.map(_.hashCode()).mkString(",") }
     val text = plan.canonicalized.treeString(verbose = true, addSuffix = false, maxFields = Int.MaxValue)
-    val base = text.replaceAll("#\\d+L?", "") + "\nlocal:" + local.mkString(";")
+    val base = text.replaceAll("#\\d+L?", "") + columnsRead(plan, version) + "\nlocal:" +
+      local.mkString(";")
     val upstream = plan.collect { case m: RecoveryMarker => m.fingerprint }.distinct
     val direct = InputFingerprint.direct(plan)
     // no input read here: the text it always had (fingerprints of such plans stay as they were)

@@ -40,7 +40,7 @@ object HintRecovery extends Logging {
       case None => return plan
     }
     FullWindowRecoveryJobs.requireOpen(job, s"the $operation of a FULL_WINDOW_PARTITION query")
-    val texts = FullWindowPython.planTexts(plan)
+    val texts = FullWindowPython.planTexts(plan, FullWindowPython.textVersion(job))
     val fp = hash(operation + "\u0000" + texts.full)
     val structure = hash(operation + "\u0000" + texts.structure)
     val fail = InputFingerprint.mode(SQLConf.get.getConfString(InputFingerprint.OnInputChange,

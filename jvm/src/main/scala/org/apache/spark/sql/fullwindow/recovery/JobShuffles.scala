@@ -99,13 +99,26 @@ object JobShuffles extends Logging {
     MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))
       .take(12).map(b => f"${b & 0xff}%02x").mkString
 
-  private def clean(s: String): String =
-    s.replaceAll("""\[plan_id=\d+\]""", "").replaceAll("""\[id=#\d+\]""", "")
-      .replaceAll("""#\d+L?""", "").replaceAll("""subquery\d+""", "subquery")
+  /** `s` without the numbers a run gives its plans (plan and subquery ids); with `exprIds`, its
+    * expression ids too. */
+  private def clean(s: String, exprIds: Boolean): String = {
+    val t = s.replaceAll("""\[plan_id=\d+\]""", "").replaceAll("""\[id=#\d+\]""", "")
+      .replaceAll("""subquery\d+""", "subquery")
+    if (exprIds) t.replaceAll("""#\d+L?""", "") else t
+  }
 
+  /** A node's text, the same in every run of the same plan. Canonicalized, each column it
+    * references is `none#<i>`: the i-th column of its children's output (ids made in a run are
+    * renumbered in order). Those positions are what tells `hashpartitioning(none#0, 4)` from
+    * `hashpartitioning(none#1, 4)` over the same child, so they stay; only a node that cannot
+    * be canonicalized falls back to its text without any expression id. Spark's `!` before a
+    * node whose references its children's output lacks says nothing here (a canonicalized node
+    * has it or not depending on how its children were renumbered: a stage computed or read
+    * back), so it goes. */
   private def nodeText(p: SparkPlan): String =
-    try clean(p.canonicalized.simpleString(Int.MaxValue))
-    catch { case NonFatal(_) => clean(p.simpleString(Int.MaxValue)) }
+    (try clean(p.canonicalized.simpleString(Int.MaxValue), exprIds = false)
+    catch { case NonFatal(_) => clean(p.simpleString(Int.MaxValue), exprIds = true) })
+      .stripPrefix("!")
 
   private def pythonCode(e: Expression): Seq[String] = e.collect {
     case u: PythonUDF =>

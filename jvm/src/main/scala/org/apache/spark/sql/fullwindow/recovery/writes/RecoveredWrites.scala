@@ -189,8 +189,9 @@ object RecoveredWrites extends Logging {
     }
   }
 
-  def fingerprint(sink: WriteSink): String = {
-    val text = FullWindowPython.planTexts(sink.query).full
+  /** Write `sink`'s fingerprint in job `jobDir` (plan texts of the job's version). */
+  def fingerprint(sink: WriteSink, jobDir: String): String = {
+    val text = FullWindowPython.planTexts(sink.query, FullWindowPython.textVersion(jobDir)).full
     val parts = Seq("write") ++ sink.identity ++ Seq(text) ++
       (if (sink.extra.isEmpty) Nil else Seq(sink.extra))
     WriteCall.sha(parts.mkString("\u0000")).take(24)
@@ -234,7 +235,7 @@ object RecoveredWrites extends Logging {
     val jw = writes(jobDir, session)
     val n = jw.next.incrementAndGet()
     val jobId = conf.getConfString(HintRecovery.JobId, "").trim
-    val fp = fingerprint(s)
+    val fp = fingerprint(s, jobDir)
     val k = jw.occurrence(fp)
     val w = WriteCall(jobDir, jobId, n, fp, k, jw.legacyNumber(fp, k))
     val what = s"write $n of job $jobId (${s.kind}: ${s.target}, ${s.mode}; ${w.identity})"
