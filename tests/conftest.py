@@ -148,7 +148,8 @@ def python_exe() -> str:
 #: alone at the end while the other workers idle. dev/test-times lists each module's time.
 LONGEST_FIRST = [
     "test_benchmarks_smoke", "test_recovery_writes", "test_recovery_hdfs",
-    "test_recovery_jobscope", "test_recovery_s3", "test_pandas", "test_docs",
+    "test_recovery_jobscope", "test_recovery_s3", "test_recovery_tpch", "test_pandas",
+    "test_docs",
     "test_sort_columnar", "test_keyed", "test_recovery_yarn", "test_recovery_lease",
     "test_recovery_crash", "test_recovery_cluster", "test_cogroup", "test_examples",
     "test_recovery_chaos_cluster", "test_recovery_chaos", "test_recovery_inputs",

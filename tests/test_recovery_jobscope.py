@@ -58,31 +58,14 @@ class Job(RecoveryJob):
         if self.settings == "defaults":
             conf["SPARK_CONF_DIR"] = self.defaults()
         else:
-            conf["PYSPARK_SUBMIT_ARGS"] = (
-                f"--properties-file {os.path.join(self.defaults(), 'spark-defaults.conf')} "
-                "pyspark-shell")
+            conf["PYSPARK_SUBMIT_ARGS"] = submit_args(self.defaults())
         return conf
 
     def defaults(self) -> str:
         """A Spark configuration directory whose ``spark-defaults.conf`` puts fullwindow's jar and
         extension on the session and, with recovery, the job's recovery settings: the job
         itself only imports fullwindow (item 5 of issue 48: recovery from the settings alone)."""
-        import fullwindow
-
-        d = os.path.join(self.base, "conf")
-        os.makedirs(d, exist_ok=True)
-        settings = {"spark.jars": fullwindow.jar_path(),
-                    "spark.sql.extensions": fullwindow.EXTENSION_CLASS}
-        if self.recovery:
-            settings.update({"spark.fullwindow.recovery.enabled": "true",
-                             "spark.fullwindow.recovery.dir": self.dir,
-                             "spark.fullwindow.recovery.jobId": self.name,
-                             "spark.fullwindow.recovery.scope": "job",
-                             "spark.fullwindow.eventStore.flushInterval": "200ms"})
-        settings.update(self.more_settings)
-        with open(os.path.join(d, "spark-defaults.conf"), "w") as f:
-            f.writelines(f"{k} {v}\n" for k, v in settings.items())
-        return d
+        return defaults_dir(self, self.more_settings)
 
     def shuffles(self) -> list[dict]:
         """The shuffle vertices' vertexInitialized events, in the order their stages started."""
@@ -98,6 +81,35 @@ class Job(RecoveryJob):
             if e["fingerprint"] not in fps:
                 fps.append(e["fingerprint"])
         return fps[want - 1] if len(fps) >= want else None
+
+
+def defaults_dir(job: RecoveryJob, more: dict | None = None) -> str:
+    """``<job.base>/conf``, whose ``spark-defaults.conf`` puts fullwindow's jar and extension on
+    the session and, when ``job.recovery``, whole-job recovery of job ``job.name`` under
+    ``job.dir``; ``more``: further settings."""
+    import fullwindow
+
+    d = os.path.join(job.base, "conf")
+    os.makedirs(d, exist_ok=True)
+    settings = {"spark.jars": fullwindow.jar_path(),
+                "spark.sql.extensions": fullwindow.EXTENSION_CLASS}
+    if job.recovery:
+        settings.update({"spark.fullwindow.recovery.enabled": "true",
+                         "spark.fullwindow.recovery.dir": job.dir,
+                         "spark.fullwindow.recovery.jobId": job.name,
+                         "spark.fullwindow.recovery.scope": "job",
+                         "spark.fullwindow.eventStore.flushInterval": "200ms"})
+    settings.update(more or {})
+    with open(os.path.join(d, "spark-defaults.conf"), "w") as f:
+        f.writelines(f"{k} {v}\n" for k, v in settings.items())
+    return d
+
+
+def submit_args(conf_dir: str) -> str:
+    """``PYSPARK_SUBMIT_ARGS`` giving spark-submit ``conf_dir``'s ``spark-defaults.conf`` as its
+    properties file (a driver whose class path the test JVMs' class-data archive still begins
+    with, unlike one given a ``SPARK_CONF_DIR``)."""
+    return f"--properties-file {os.path.join(conf_dir, 'spark-defaults.conf')} pyspark-shell"
 
 
 def expected_output() -> list[tuple]:
