@@ -56,9 +56,32 @@ class HdfsJob(Job):
 
 
 def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark):
+    """One driver holds the job on HDFS: a second one started beside it is refused, naming the
+    holder, and the first goes on; the first is SIGKILLed midway through B; the next run takes
+    the job over at once (the holder's process is gone) and computes only B's partitions that
+    were not committed, reading B's shuffle input back from HDFS. (One killed run for both:
+    issue 49.)"""
+    from fullwindow.recovery import lease
+
     job = HdfsJob(tmp_path, "midway", hdfs.uri)
-    p = job.start("r1", slow=1.5)
-    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    gate = str(tmp_path / "gate")  # B's partitions wait for it: none commits before the refusal
+    p = job.start("r1", slow=1.5, gate=gate)
+    try:
+        # the first driver holds the lease and has begun its run (its first event is written)
+        wait_until(lambda: run_begun(files, job.job_dir()), 240, "the first driver's run began",
+                   p, lambda: job.log_text("r1"))
+        held = lease.read(files, job.job_dir())
+        assert held["live"] and held["pid"] == p.pid and held["epoch"] == 1
+        second = job.start("r2")
+        assert second.wait(240) != 0
+        log = job.log_text("r2")
+        assert "RecoveryConflictError" in log and "another driver holds job 'midway'" in log
+        assert f"pid {p.pid}," in log and "JOB DONE" not in log
+        assert p.poll() is None  # the first run goes on undisturbed
+        open(gate, "w").close()
+        kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    finally:
+        kill_group(p)
     a, b = job.fingerprints()
     done_b = job.finished(b)
     assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
@@ -71,10 +94,12 @@ def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark
     assert any(n.endswith(".data") for n in committed_input), committed_input
     assert any(n.endswith(".index") for n in committed_input), committed_input
 
-    job.run("r2")
+    job.run("r3")  # the killed holder's process is gone: taken over at once
+    assert "taking over from" in job.log_text("r3")
+    assert lease.read(files, job.job_dir())["epoch"] == 2
     assert job.output() == reference
-    assert job.ran("A", "r2") == []  # A wholly recovered from HDFS: nothing upstream of it ran
-    assert job.ran("B", "r2") == sorted(PARTS - done_b)
+    assert job.ran("A", "r3") == []  # A wholly recovered from HDFS: nothing upstream of it ran
+    assert job.ran("B", "r3") == sorted(PARTS - done_b)
     # B's shuffle input was read back from HDFS, not shuffled again: its vertex was
     # initialized by the first run only
     inputs = [e for e in job.events()
@@ -280,34 +305,6 @@ def test_racing_leases_on_hdfs_one_wins(hdfs, spark):
         [str(err) for err in losers]
     winners[0].release()
     assert lease.read(fs, job_dir)["state"] == "released"
-
-
-def test_second_driver_refused_then_takes_over_a_killed_one_on_hdfs(tmp_path, reference, hdfs,
-                                                                    spark):
-    from fullwindow.recovery import _fs, lease
-
-    job = HdfsJob(tmp_path, "lease", hdfs.uri)
-    fs = _fs.filesystem(hdfs.uri + "/", spark)
-    first = job.start("r1", slow=20.0)  # killed long before it ends
-    try:
-        # the first driver holds the lease and has begun its run (its first event is written);
-        # its first task needs 20 s more, so no need to wait for one to commit
-        wait_until(lambda: run_begun(fs, job.job_dir()), 240, "the first driver's run began",
-                   first, lambda: job.log_text("r1"))
-        held = lease.read(fs, job.job_dir())
-        assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1
-        second = job.start("r2")
-        assert second.wait(240) != 0
-        log = job.log_text("r2")
-        assert "RecoveryConflictError" in log and "another driver holds job 'lease'" in log
-        assert f"pid {first.pid}," in log and "JOB DONE" not in log
-        assert first.poll() is None  # the first run goes on undisturbed
-    finally:
-        kill_group(first)
-    job.run("r3")  # the killed holder's process is gone: taken over at once
-    assert "taking over from" in job.log_text("r3")
-    assert job.output() == reference
-    assert lease.read(fs, job.job_dir())["epoch"] == 2
 
 
 def test_fencing_on_hdfs(hdfs, files):
