@@ -430,8 +430,11 @@ def _share_shuffle(fw: Any, job: _Job, vertex: str, v: _Vertex) -> None:
     rows = []
     for m, e in sorted(v.finished.items()):
         try:
+            # the CRC32s each kept file's event records (-1: none recorded, its size alone is
+            # checked)
+            crcs = [str(int(e.get(k, -1))) for k in ("checksum", "indexChecksum")]
             rows.append("\t".join([str(int(m)), _one_line(str(e.get("generation", ""))),
-                                   str(int(e["bytes"])), str(int(e["indexBytes"])),
+                                   str(int(e["bytes"])), str(int(e["indexBytes"])), *crcs,
                                    _one_line(str(e["path"])), _one_line(str(e["indexPath"]))]))
         except (KeyError, TypeError, ValueError):
             continue

@@ -449,13 +449,15 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
 
   /** What earlier runs of job `jobDir` kept of shuffle vertex `vertex` (`shuffle:<fp>`, whole-job
     * recovery): its map count, layout, stability, and one line per kept map output,
-    * `mapIndex TAB generation TAB dataBytes TAB indexBytes TAB data TAB index` (not verified). */
+    * `mapIndex TAB generation TAB dataBytes TAB indexBytes TAB dataCrc TAB indexCrc TAB data TAB
+    * index` (not verified; a CRC32 of -1: not recorded). */
   def recoveryShuffle(jobDir: String, vertex: String, numMaps: Int, layout: String,
       stable: Boolean, maps: String): Unit =
     JobShuffles.put(jobDir, vertex.stripPrefix(JobShuffles.Operator + ":"),
       JobShuffles.Recorded(numMaps, layout, stable, lines(maps).map { line =>
-        val Array(m, gen, bytes, indexBytes, data, index) = line.split("\t", 6)
-        m.toInt -> JobShuffles.KeptMap(m.toInt, gen, data, bytes.toLong, index, indexBytes.toLong)
+        val Array(m, gen, bytes, indexBytes, crc, indexCrc, data, index) = line.split("\t", 8)
+        m.toInt -> JobShuffles.KeptMap(m.toInt, gen, data, bytes.toLong, index, indexBytes.toLong,
+          crc.toLong, indexCrc.toLong)
       }.toMap))
 
   /** `text` split at newlines (none: an empty array): how Python hands over a list of strings

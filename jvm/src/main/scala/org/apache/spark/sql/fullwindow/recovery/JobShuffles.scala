@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 
-import org.apache.spark.SparkEnv
+import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.internal.Logging
 import org.apache.spark.shuffle.sort.SortShuffleManager
 import org.apache.spark.sql.catalyst.expressions.{Expression, PythonUDF}
@@ -47,9 +47,10 @@ object JobShuffles extends Logging {
 
   def vertexOf(fp: String): String = s"$Operator:$fp"
 
-  /** One kept map output. */
+  /** One kept map output: its data and index files, each with its size and CRC32 (-1: not
+    * recorded, the size alone is checked). */
   final case class KeptMap(mapIndex: Int, generation: String, data: String, dataBytes: Long,
-      index: String, indexBytes: Long)
+      index: String, indexBytes: Long, dataCrc: Long = -1L, indexCrc: Long = -1L)
 
   /** What earlier runs recorded of a shuffle vertex: its map count, layout, stability, maps. */
   final case class Recorded(numMaps: Int, layout: String, stable: Boolean, maps: Map[Int, KeptMap])
@@ -200,17 +201,24 @@ object JobShuffles extends Logging {
   /** The layout prefix every map output of exchange `e` written with `codec` shares. */
   def reducePart(numPartitions: Int, codec: String): String = s"n=$numPartitions;$codec;"
 
-  /** The kept maps of `r` whose files are there with the recorded sizes. */
-  private def present(r: Recorded, hadoopConf: org.apache.hadoop.conf.Configuration): Map[Int, KeptMap] = {
-    val dirs = r.maps.values.flatMap(m => Seq(m.data, m.index)).map(p => new Path(p).getParent)
-      .toSeq.distinct
-    val sizes = dirs.flatMap { d =>
-      try CommittedRows.fileSystem(d, hadoopConf).listStatus(d).toSeq
-        .map(s => s.getPath.toUri.getPath -> s.getLen)
-      catch { case NonFatal(_) => Nil }
-    }.toMap
-    def ok(path: String, bytes: Long) = sizes.get(new Path(path).toUri.getPath).contains(bytes)
-    r.maps.filter { case (_, m) => ok(m.data, m.dataBytes) && ok(m.index, m.indexBytes) }
+  /**
+   * The kept maps of `r` whose two files are intact: there, with the recorded sizes (one listing
+   * per directory, on the driver) and CRC32s (read where the executors run:
+   * [[CommittedRows.verifyAll]]). A file damaged in place (a byte changed, its size the same)
+   * leaves its map output out: that map task runs again (an unstable shuffle is then computed
+   * whole), as if it had not been kept; never read back as it is.
+   */
+  private def present(r: Recorded, sc: SparkContext): Map[Int, KeptMap] = {
+    val maps = r.maps.values.toSeq.sortBy(_.mapIndex)
+    val files = maps.flatMap(m => Seq((m.data, m.dataBytes, m.dataCrc),
+      (m.index, m.indexBytes, m.indexCrc)))
+    val (known, unknown) = files.indices.partition(i => files(i)._3 >= 0)
+    val ok = new Array[Boolean](files.size)
+    CommittedRows.verifyAll(known.map(files), sc).zip(known).foreach { case (v, i) => ok(i) = v }
+    CommittedRows.lengthsMatch(unknown.map(files), sc.hadoopConfiguration).zip(unknown)
+      .foreach { case (v, i) => ok(i) = v }
+    maps.zipWithIndex.collect { case (m, i) if ok(2 * i) && ok(2 * i + 1) => m.mapIndex -> m }
+      .toMap
   }
 
   /**
@@ -229,15 +237,14 @@ object JobShuffles extends Logging {
 
   private def decide(e: ShuffleExchangeExec, jobDir: String, codec: String): SparkPlan = {
     if (SparkShims.isPipelined(e)) return e
-    val hadoopConf = org.apache.spark.SparkContext.getActive.map(_.hadoopConfiguration)
-      .getOrElse(return e)
+    val sc = SparkContext.getActive.getOrElse(return e)
     val (fp, stable) = fingerprint(e).getOrElse(return e)
     val vertex = vertexOf(fp)
     val n = e.outputPartitioning.numPartitions
     val dir = s"${jobDir.stripSuffix("/")}/shuffles/$fp"
     val rec = get(jobDir, fp).filter(_.layout.startsWith(reducePart(n, codec)))
     val kept = rec.map { r =>
-      presentOf.computeIfAbsent((jobDir, fp), _ => present(r, hadoopConf))
+      presentOf.computeIfAbsent((jobDir, fp), _ => present(r, sc))
     }.getOrElse(Map.empty)
     val complete = rec.exists { r =>
       r.numMaps > 0 && (0 until r.numMaps).forall(kept.contains) &&
