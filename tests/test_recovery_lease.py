@@ -1,9 +1,10 @@
 """One driver per job id (the lease on ``<dir>/<jobId>``): the lease itself on a local
 directory (acquire, conflict, release, expiry, a dead holder, a race), then real driver processes
-of tests/recovery_job.py: a second driver while the first runs fails with RecoveryConflictError
-naming the first; a SIGKILLed driver is taken over at once on its own host; a hung (SIGSTOPped)
-driver blocks a restart until its lease expires and no longer, and once it wakes up it finds its
-lease lost and stops instead of finishing."""
+of tests/recovery_job.py, one job's drivers in turn: a second driver while the first runs fails
+with RecoveryConflictError naming the first; a hung (SIGSTOPped) driver blocks a restart until
+its lease expires and no longer, and once it wakes up it finds its lease lost and stops instead
+of finishing; a SIGKILLed driver (here the hung one's successor) is taken over at once on its own
+host."""
 from __future__ import annotations
 
 import json
@@ -20,10 +21,9 @@ import pytest
 from fullwindow.errors import FullWindowError
 from fullwindow.recovery import _fs, lease
 from fullwindow.recovery.errors import RecoveryConflictError
-from helpers import RecoveryJob, kill_group, run_begun, wait_until
-from test_recovery_crash import reference  # noqa: F401 - the fixture: an uninterrupted run's output
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import kill_group, kill_when, wait_until
+from test_recovery_crash import PARTS, reference  # noqa: F401 - reference: the fixture
+from test_recovery_crash import Job as CrashJob
 
 
 def _lease(tmp_path, timeout=5.0, app="app-1", job="job"):
@@ -149,8 +149,9 @@ def test_racing_drivers_one_wins(tmp_path):
 # -- real driver processes -----------------------------------------------------------------------
 
 
-class Job(RecoveryJob):
-    script = os.path.join(ROOT, "tests", "recovery_job.py")
+class Job(CrashJob):
+    """tests/recovery_job.py's job (the crash tests' ``Job``: its A and B fingerprints) with a
+    lease timeout of its own and its lease read."""
 
     def options(self, lease_timeout=None):
         return {"LEASE_TIMEOUT": lease_timeout}
@@ -163,75 +164,82 @@ def _kill(p):
     kill_group(p)
 
 
-def _committed_any(job):
-    return any(e["type"] == "taskFinished" for e in job.events())
+def test_second_driver_refused_while_the_first_runs_or_hangs_then_takes_over_expired_or_killed(
+        tmp_path, reference):
+    """One job's drivers in turn (issue 49: what two tests checked with 7 drivers, 5 of them
+    JVMs, done with 5, 3 of them JVMs; a refused driver on a local directory fails before its
+    JVM starts):
 
-
-def test_second_driver_fails_while_the_first_runs_then_takes_over_a_killed_one(tmp_path,
-                                                                              reference):
-    job = Job(tmp_path, "twice")
-    first = job.start("r1", slow=20.0)  # killed long before it ends
-    try:
-        # the first driver holds the lease and has begun its run (its first event is written);
-        # its first task needs 20 s more, so no need to wait for one to commit
-        wait_until(lambda: run_begun(_fs.LocalFS(), os.path.join(job.dir, job.name)), 120,
-                   "the first driver's run began", first, lambda: job.log("r1"))
-        held = job.holder()
-        assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1
-        second = job.start("r2")
-        assert second.wait(120) != 0
-        log = job.log("r2")
-        assert "RecoveryConflictError" in log and "another driver holds job 'twice'" in log
-        assert f"pid {first.pid}," in log and str(held["appId"]) in log
-        assert "JOB DONE" not in log
-        assert first.poll() is None  # the first run goes on undisturbed
-    finally:
-        _kill(first)
-    # SIGKILLed on this host: its process is gone, so a restart takes the job over at once
-    # (its lease would otherwise hold for the 60 s default)
-    job.run("r3")
-    assert "taking over from" in job.log("r3") and "(its lease was dead)" in job.log("r3")
-    assert job.output() == reference
-    assert job.holder()["epoch"] == 2 and job.holder()["state"] == "released"
-
-
-def test_hung_driver_blocks_until_its_lease_expires_and_then_stops(tmp_path, reference):
-    job = Job(tmp_path, "hung")
+    - the first driver (r1) runs, B's partitions held by a gate: a second one (r2) fails with
+      RecoveryConflictError naming it (pid, application), and the first goes on undisturbed;
+    - the first hangs (SIGSTOP: alive, renewing nothing): a restart (r3) is still refused, within
+      the lease timeout;
+    - once the hung driver's lease has expired, and no later than a minute after that, a restart
+      (r4) takes the job over and computes; it is SIGKILLed midway through B;
+    - the hung driver wakes up: its lease is gone, it cancels its work and fails;
+    - the killed driver's process is gone from this host, so the next run (r5) takes the job over
+      at once (its lease was dead, not waited for) and finishes; fenced, whatever the woken
+      driver wrote does not count and the killed one's commits do: r5 computes nothing of A and
+      exactly B's partitions r4 had not committed."""
+    job = Job(tmp_path, "handover")
     timeout = 20.0  # a second driver must get to its check within it on a loaded machine
     gate = str(tmp_path / "gate")  # B's partitions wait for it: work left to commit on waking
     first = job.start("r1", slow=1.5, gate=gate, lease_timeout=f"{timeout:g}s")
+    fourth = None
     try:
-        deadline = time.time() + 120
-        while not (_committed_any(job) if os.path.isdir(job.dir) else False):
-            assert first.poll() is None and time.time() < deadline, job.log("r1")[-3000:]
-            time.sleep(0.2)
-        os.killpg(first.pid, signal.SIGSTOP)  # hung: alive, but renews nothing
-        stopped = time.time()
+        # A committed, B begun (its vertex recorded with A as its input: Job.fingerprints tells
+        # them apart by that, read here, before a later run records B's vertex again with A
+        # recovered) and held by the gate
+        wait_until(lambda: os.path.isdir(job.dir) and job.fingerprints()[1], 120,
+                   "the first driver began B", first, lambda: job.log("r1"))
+        a, b = job.fingerprints()
+        held = job.holder()
+        assert held["live"] and held["pid"] == first.pid and held["epoch"] == 1, held
+        # a second driver while the first runs: refused, naming the first
         second = job.start("r2", lease_timeout=f"{timeout:g}s")
         assert second.wait(120) != 0
-        assert "RecoveryConflictError" in job.log("r2")
+        log = job.log("r2")
+        assert "RecoveryConflictError" in log and "another driver holds job 'handover'" in log
+        assert f"pid {first.pid}," in log and str(held["appId"]) in log
+        assert "JOB DONE" not in log
+        assert first.poll() is None  # the first run goes on undisturbed
+        os.killpg(first.pid, signal.SIGSTOP)  # hung: alive, but renews nothing
+        stopped = time.time()
+        third = job.start("r3", lease_timeout=f"{timeout:g}s")
+        assert third.wait(120) != 0
+        assert "RecoveryConflictError" in job.log("r3")
         assert time.time() - stopped < timeout, "the check came too late to mean anything"
-        # once the hung driver's lease has expired, a restart takes over and finishes
+        # once the hung driver's lease has expired, a restart takes over (its own lease's timeout
+        # is long: it must still be held, not expired, when the last run looks at it, however
+        # long the woken driver takes to stop)
         wait_until(lambda: job.holder()["state"] == "expired", timeout + 30,
                    "the hung driver's lease expired")
-        job.run("r3", lease_timeout=f"{timeout:g}s")
-        assert job.output() == reference
-        # when the restart took the lease (its epoch's start), not when its whole job ended:
-        # that job's run time is the machine's load, not a wait for the lease
-        waited = job.holder()["started"] / 1000 - stopped
+        fourth = job.start("r4", slow=1.5, lease_timeout="300s")
+        kill_when(fourth, lambda: len(job.finished(b)) >= 1)
+        assert "taking over from" in job.log("r4") and "(its lease was expired)" in job.log("r4")
+        # when the restart took the lease (its epoch's start), not when it was killed: its run
+        # time is the machine's load, not a wait for the lease
+        held = job.holder()
+        assert held["epoch"] == 2 and held["state"] == "dead", held
+        waited = held["started"] / 1000 - stopped
+        done_b = job.finished(b)
+        assert job.finished(a) == PARTS and done_b, job.log("r4")[-3000:]
         # the hung driver wakes up: its lease is gone, it cancels its work and fails
         open(gate, "w").close()
         os.killpg(first.pid, signal.SIGCONT)
         rc = first.wait(120)
         log = job.log("r1")
         assert rc != 0 and "JOB DONE" not in log, log[-3000:]
-        assert "lease on job 'hung' was lost" in log
-        assert job.output() == reference
+        assert "lease on job 'handover' was lost" in log
     finally:
         _kill(first)
+        if fourth is not None:
+            _kill(fourth)
     assert waited < timeout + 60
-    # fenced: whatever the woken driver wrote before it stopped does not count; the successor's
-    # events are intact, so a run now recovers everything and computes nothing
-    job.run("r4", lease_timeout=f"{timeout:g}s")
+    # SIGKILLed on this host: its process is gone, so a restart takes the job over at once (its
+    # lease would otherwise hold for 300 s)
+    job.run("r5")
+    assert "taking over from" in job.log("r5") and "(its lease was dead)" in job.log("r5")
     assert job.output() == reference
-    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == []
+    assert job.holder()["epoch"] == 3 and job.holder()["state"] == "released"
+    assert job.ran("A", "r5") == [] and job.ran("B", "r5") == sorted(PARTS - done_b)

@@ -114,18 +114,47 @@ def test_fencing_on_the_store(files, s3):
     fenced_runs(f"{s3.bucket}/fence-{uuid.uuid4().hex[:6]}/events", files, objects=True)
 
 
-def test_killed_midway_resumes_from_s3(tmp_path, reference, s3, files):
-    """Events reach the bucket before the crash (an object per flush, no stream left open), so
-    the resumed run recomputes none of the finished partitions."""
+def test_racing_drivers_one_wins_then_killed_midway_resumes_from_s3(tmp_path, reference, s3,
+                                                                     files):
+    """Two drivers started together with one job id: exactly one takes the lease (epoch 1) and
+    runs on; the other fails with RecoveryConflictError (never a raw JVM error), whichever way it
+    lost. The winner is then SIGKILLed midway through B. Its events reached the bucket before the
+    crash (an object per flush, no stream left open), so the next run takes the job over at once
+    (the holder's process is gone; epoch 2: the loser never held the lease) and recomputes none of
+    the finished partitions; committed files were written in place. (One killed run for both:
+    issue 49.)"""
     job = S3Job(tmp_path, "midway", s3)
-    p = job.start("r1", slow=1.5)
-    kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    # B's partitions wait for the gate: the winner is still running (and has B left to commit)
+    # when the loser has failed, however loaded the machine is
+    gate = str(tmp_path / "gate")
+    runs = {r: job.start(r, slow=1.5, gate=gate) for r in ("r1a", "r1b")}
+    try:
+        ended = wait_until(lambda: [r for r, q in runs.items() if q.poll() is not None], 300,
+                           "one of the two racing drivers failed")
+        logs = {r: job.log(r) for r in runs}
+        assert len(ended) == 1, {r: log[-2000:] for r, log in logs.items()}
+        [loser] = ended
+        [winner] = [r for r in runs if r != loser]
+        p = runs[winner]
+        assert runs[loser].returncode != 0
+        assert "RecoveryConflictError" in logs[loser] and "JOB DONE" not in logs[loser], \
+            logs[loser][-3000:]
+        held = job.holder(files)
+        assert held["live"] and held["epoch"] == 1 and held["pid"] == p.pid, held
+        assert p.poll() is None  # the winner goes on undisturbed
+        open(gate, "w").close()
+        kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
+    finally:
+        for q in runs.values():
+            _kill(q)
     a, b = job.fingerprints()
     done_a, done_b = job.finished(a), job.finished(b)
-    assert done_a == PARTS and done_b, job.log("r1")[-3000:]
+    assert done_a == PARTS and done_b, job.log(winner)[-3000:]
     events = [n for n in files.listdir(f"{job.job_dir()}/events")]
     assert events and all(n.endswith(".log") and n.count(".") == 2 for n in events), events
     job.run("r2")
+    assert "taking over from" in job.log("r2") and "(its lease was dead)" in job.log("r2")
+    assert job.holder(files)["epoch"] == 2
     assert job.output() == reference
     assert job.ran("A", "r2") == []  # A wholly recovered: its upstream did not run
     assert set(job.ran("B", "r2")) == PARTS - done_b
@@ -155,7 +184,8 @@ def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_p
     """Renewal overwrites the lease object (If-Match), so a running driver keeps its lease past
     the timeout and a second driver is refused; stopped (SIGSTOP) past the timeout it loses it, a
     third driver takes over and finishes, and when the first wakes it can make none of its writes
-    count: it fails, and a later run finds everything committed by the successor."""
+    count: it fails, and a later run finds everything committed by the successor and, a resume
+    of a finished job, uploads nothing under operators/ (the requests the server counts)."""
     timeout = 8.0
     job = S3Job(tmp_path, "fenced", s3)
     # B's partitions wait for the gate: still running after the checks below, and with work to
@@ -195,53 +225,14 @@ def test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced(tmp_p
         _kill(first)
     assert job.output() == reference
     # the successor's events are intact and the first driver's late ones do not count: a run
-    # now recovers everything and computes nothing
+    # now recovers everything and computes nothing; a resume of a finished job reads everything
+    # back, so it uploads nothing under operators/ (counted by the server)
+    s3.reset_counters()
     job.run("r4", lease_timeout=f"{timeout:g}s")
     assert job.output() == reference
     assert job.ran("A", "r4") == [] and job.ran("B", "r4") == []
-
-
-def test_two_drivers_racing_for_one_job(tmp_path, reference, s3, files):
-    """Two drivers started together with one job id: exactly one takes the lease and finishes;
-    the other fails with RecoveryConflictError (never a raw JVM error), whichever way it lost."""
-    job = S3Job(tmp_path, "racing", s3)
-    runs = [job.start(f"r{i}", slow=0.5) for i in (1, 2)]
-    try:
-        codes = [p.wait(300) for p in runs]
-    finally:
-        for p in runs:
-            _kill(p)
-    logs = [job.log(f"r{i}") for i in (1, 2)]
-    done = [i for i, log in enumerate(logs) if "JOB DONE" in log]
-    assert len(done) == 1, [log[-2000:] for log in logs]
-    loser = 1 - done[0]
-    assert codes[done[0]] == 0 and codes[loser] != 0
-    assert "RecoveryConflictError" in logs[loser], logs[loser][-3000:]
-    assert job.output() == reference
-
-
-def test_a_damaged_committed_object_is_computed_again(tmp_path, reference, s3, files):
-    """One byte changed in a committed object (same size): caught by its CRC32 on the resume;
-    only that partition runs again."""
-    job = S3Job(tmp_path, "damaged", s3)
-    job.run("r1")
-    a, b = job.fingerprints()
-    [victim] = [e for e in job.events() if e["type"] == "taskFinished" and e["fingerprint"] == b
-                and e["partition"] == 2]
-    data = bytearray(files.read(victim["path"]))
-    data[len(data) // 2] ^= 0xFF
-    files.delete(victim["path"])
-    assert files.create_with(victim["path"], bytes(data))
-    # the status tool reads the job's directory on S3 the same way: B damaged at partition 2
-    from fullwindow.recovery import verify
-
-    st = verify(job.dir, job.name)
-    [op_b] = [op for op in st["operations"] if op["fingerprint"] == b]
-    assert not op_b["intact"] and list(op_b["damaged"]) == [2] and op_b["committed"] == 4
-    assert st["lease"]["state"] == "released" and st["problems"] == []
-    job.run("r2")
-    assert job.output() == reference
-    assert job.ran("B", "r2") == [2] and job.ran("A", "r2") == []
+    again = [r for r in s3.requests() if "/operators/" in r[1] and r[0] == "PUT"]
+    assert again == []
 
 
 def test_conditional_create_off_is_refused_at_session_start(spark, s3):
@@ -280,10 +271,17 @@ def _kind(path: str) -> str:
     return "other"
 
 
-def test_requests_per_committed_partition(tmp_path, reference, s3, files):
+def test_requests_per_committed_partition_then_a_damaged_object_is_computed_again(
+        tmp_path, reference, s3, files):
     """What recovery costs in S3 requests, counted by the server: per committed file (the job
     commits 16: A's and B's 4 partitions, B's shuffle input's 4 map outputs of 2 files), per
-    event flush and per lease renewal. docs/recovery.md "What it costs on S3" quotes these."""
+    event flush and per lease renewal. docs/recovery.md "What it costs on S3" quotes these. Then
+    one byte of a committed object (B's partition 2) is changed, its size kept: the status tool
+    reads the job's directory on S3 and reports that partition damaged; the resume catches it by
+    its CRC32 and runs only that partition again, and its only uploads under operators/ are that
+    partition's file. (The same job's uninterrupted run serves both: issue 49. The resume of a
+    finished job with nothing damaged, which uploads nothing there, is counted in
+    test_a_live_lease_outlives_its_timeout_then_a_stopped_driver_is_fenced's last run.)"""
     job = S3Job(tmp_path, "requests", s3)
     s3.reset_counters()
     started = time.time()
@@ -311,10 +309,30 @@ def test_requests_per_committed_partition(tmp_path, reference, s3, files):
     # events: one PUT per flush, no more objects than flushes (at most one per 200 ms here)
     assert table.get(("events", "PUT"), 0) <= event_objects + 2
     assert event_objects <= seconds / 0.2 + 2
+
+    # one byte of B's committed partition 2 changed, the size kept
+    a, b = job.fingerprints()
+    [victim] = [e for e in committed if e["fingerprint"] == b and e["partition"] == 2]
+    data = bytearray(files.read(victim["path"]))
+    data[len(data) // 2] ^= 0xFF
+    files.delete(victim["path"])
+    assert files.create_with(victim["path"], bytes(data))
+    # the status tool reads the job's directory on S3 the same way: B damaged at partition 2
+    from fullwindow.recovery import verify
+
+    st = verify(job.dir, job.name)
+    [op_b] = [op for op in st["operations"] if op["fingerprint"] == b]
+    assert not op_b["intact"] and list(op_b["damaged"]) == [2] and op_b["committed"] == 4
+    assert st["lease"]["state"] == "released" and st["problems"] == []
     s3.reset_counters()
-    job.run("r2")  # resume of a finished job: everything read back
-    again = [r for r in s3.requests() if "/operators/" in r[1] and r[0] == "PUT"]
-    assert again == []
+    job.run("r2")
+    assert job.output() == reference
+    assert job.ran("B", "r2") == [2] and job.ran("A", "r2") == []
+    # the resume uploads under operators/ the recomputed partition's file and nothing else
+    [redone] = [e for e in job.events() if e["type"] == "taskFinished" and e not in committed]
+    assert redone["fingerprint"] == b and redone["partition"] == 2, redone
+    again = [p for m, p, _ in s3.requests() if "/operators/" in p and m == "PUT"]
+    assert again == ["/" + redone["path"][len("s3a://"):]], (again, redone["path"])
 
 
 def test_an_input_on_s3_that_changed_changes_the_fingerprint(spark, s3):
