@@ -1,7 +1,8 @@
 """A batch job run as its own driver process by the recovery tests (which kill it with SIGKILL
 and start it again). Settings come from the environment:
 
-RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state
+RECOVERY_DIR, JOB_ID   where and under which name recovery keeps the job's state (scope
+                       ``fullWindow``: the full-window operations' recovery)
 OUT                    the parquet directory the job writes
 MARKS                  a directory where each user function leaves one file per partition run
 RUN                    a name for this run, part of each marker's name
@@ -106,7 +107,12 @@ def main():
         conf.update({"spark.fullwindow.recovery.enabled": "true",
                      "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
                      "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
-                     "spark.fullwindow.eventStore.flushInterval": "200ms"})
+                     "spark.fullwindow.eventStore.flushInterval": "200ms",
+                     # the full-window operations' own recovery: what these tests count (which
+                     # of A's and B's partitions run, their committed files read back or
+                     # damaged) is hidden under the default scope, where the shuffle above B is
+                     # kept too and read back whole (tests/test_recovery_jobscope.py tests that)
+                     "spark.fullwindow.recovery.scope": "fullWindow"})
         if os.environ.get("LEASE_TIMEOUT"):
             conf["spark.fullwindow.recovery.leaseTimeout"] = os.environ["LEASE_TIMEOUT"]
     if os.environ.get("GATE"):

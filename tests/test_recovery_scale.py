@@ -21,7 +21,9 @@ import fullwindow, fullwindow.recovery as rec
 ARGS = json.loads(os.environ["SCALE_ARGS"])
 conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "2", "spark.fullwindow.recovery.enabled": "true",
-        "spark.fullwindow.recovery.dir": ARGS["dir"], "spark.fullwindow.recovery.jobId": ARGS["job"]}
+        "spark.fullwindow.recovery.dir": ARGS["dir"], "spark.fullwindow.recovery.jobId": ARGS["job"],
+        # the full-window operation's committed partitions are what these tests count
+        "spark.fullwindow.recovery.scope": "fullWindow"}
 conf.update(ARGS.get("conf", {}))
 spark = fullwindow.session(master=ARGS.get("master", "local[2]"), conf=conf)
 def pid_read(pid):

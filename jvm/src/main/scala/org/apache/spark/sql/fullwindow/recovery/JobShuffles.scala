@@ -34,8 +34,9 @@ import org.apache.spark.sql.internal.SQLConf
 object JobShuffles extends Logging {
   val Scope = "spark.fullwindow.recovery.scope"
   val Scopes = Seq("job", "fullWindow")
-  /** The default scope (the lead decides when `job` becomes it: see the issue-48 notes). */
-  val DefaultScope = "fullWindow"
+  /** The default scope: the whole job (FLIP-383: no finished task of a batch job runs again,
+    * whatever its operators). */
+  val DefaultScope = "job"
   val Operator = "shuffle"
 
   /** The scope `spark.fullwindow.recovery.scope` names (checked). */

@@ -16,6 +16,9 @@ import org.apache.spark.sql.fullwindow.recovery.{CommittedShuffleInput, JobShuff
  */
 object KeepJobShuffles extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan = {
+    // a query without a shuffle has nothing to keep: it runs whether or not the job's runtime
+    // has started (a Spark Connect client asks the server's version before it starts recovery)
+    if (!plan.exists(_.isInstanceOf[ShuffleExchangeExec])) return plan
     val job = JobShuffles.activeJob(conf).getOrElse(return plan)
     val codec = CommittedShuffleInput.codecOf(SparkEnv.get.conf).getOrElse(return plan)
     plan.transformUp {
