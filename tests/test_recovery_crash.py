@@ -69,33 +69,37 @@ def test_killed_during_the_upstream_stage(tmp_path, reference):
     assert job.ran("B", "r2") == [0, 1, 2, 3]
 
 
-def test_killed_midway_through_a_full_window_stage(tmp_path, reference):
+def test_killed_midway_through_a_stage_then_in_the_final_write_then_damage_and_changes(
+        tmp_path, reference):
+    """One job, killed twice, then harmed (issue 49: a driver start is ~15 CPU seconds; the
+    midway kill had a resumed run of its own, the final write's kill a first run of its own):
+
+    - killed midway through B (A finished): the resumed run runs nothing of A and only B's
+      partitions that had not finished;
+    - that run killed during the final write (B finished): the next runs only the write;
+    - a deleted and a damaged output file of B: only those two partitions run again;
+    - a changed program: the changed operation reuses nothing, the unchanged one recovers."""
     job = Job(tmp_path, "midway")
     p = job.start("r1", slow=1.5)
     kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
     a, b = job.fingerprints()
     done_b = job.finished(b)
     assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
-    job.run("r2")
-    assert job.output() == reference
+
+    p = job.start("r2", slow=1.0)
+    kill_when(p, lambda: job.finished(b) == PARTS and bool(job.ran("W", "r2")))
     assert job.ran("A", "r2") == []  # A wholly recovered: nothing upstream of it ran
     assert job.ran("B", "r2") == sorted(PARTS - done_b)
-    # B's shuffle input (written by A's stage) was committed in full and read back: the resumed
-    # run did not shuffle it again (that would have initialized the input's vertex again)
+    job.run("r3")
+    assert job.output() == reference
+    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == []
+    assert job.ran("W", "r3") == [0, 1]  # the write itself runs again (both its tasks)
+    # B's shuffle input (written by A's stage in r1) was committed in full and read back: the
+    # resumed runs did not shuffle it again (that would have initialized the input's vertex
+    # again)
     inputs = [e for e in job.events()
               if e["type"] == "vertexInitialized" and e["operator"] == "shuffle input"]
     assert [e["fingerprint"] for e in inputs] == [f"{b}/input0"]
-
-
-def test_killed_during_the_final_write_then_damage_and_changes(tmp_path, reference):
-    job = Job(tmp_path, "final")
-    p = job.start("r1", slow=1.0)
-    kill_when(p, lambda: job.finished(job.fingerprints()[1]) == PARTS and bool(job.ran("W", "r1")))
-    a, b = job.fingerprints()
-    job.run("r2")
-    assert job.output() == reference
-    assert job.ran("A", "r2") == [] and job.ran("B", "r2") == []
-    assert job.ran("W", "r2") == [0, 1]  # the write itself runs again (both its tasks)
 
     # a deleted output file (partition 2) and a damaged one (partition 1: one byte flipped, the
     # size unchanged, caught by its checksum), in one run (a driver start is ~15 CPU seconds,
@@ -109,16 +113,16 @@ def test_killed_during_the_final_write_then_damage_and_changes(tmp_path, referen
     data[len(data) // 2] ^= 0xFF
     open(damaged, "wb").write(bytes(data))
     assert os.path.getsize(damaged) == len(data)
-    job.run("r3")
+    job.run("r4")
     assert job.output() == reference
-    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [1, 2]
+    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == [1, 2]
     resets = [e["partitions"] for e in job.events() if e["type"] == "vertexReset"]
     assert resets == [[1, 2]], resets
 
     # a changed program: the changed operation reuses nothing, the unchanged one still recovers
-    job.run("r4", variant="2")
+    job.run("r5", variant="2")
     assert job.output() == reference
-    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == [0, 1, 2, 3]
+    assert job.ran("A", "r5") == [] and job.ran("B", "r5") == [0, 1, 2, 3]
 
 
 def _segments(job: Job) -> list[str]:

@@ -102,17 +102,57 @@ def each_target_has_its_markers(job: "Job", markers) -> None:
         assert {n.rsplit(".", 2)[0] for n in names} == {ids[i]}, (names, ids)
 
 
-def test_a_committed_append_is_not_written_again(tmp_path):
+def test_a_committed_append_is_not_written_again_then_the_commit_window(tmp_path):
     """The issue's case: A is appended, the driver dies while B computes; the resumed run skips
-    A's write (nothing recomputed) and writes B once."""
+    A's write (nothing recomputed) and writes B once. Then the commit window, on the job that
+    leaves: the driver died after the sink committed write 2 and before the job recorded it,
+    each state left as the crash would leave it:
+
+    - after the sink's own marker said committed: skipped (the sink's marker). This third run
+      writes nothing at all (write 1 skipped by the job's record of it; nothing computed), and
+      recovery status lists both writes committed, write 1 skipped twice, write 2 once;
+    - inside the job commit's last step, every file published, the marker still ``committing``:
+      skipped (the files it names are all there);
+    - inside the job commit, a file not yet published: what it published is removed and the
+      write runs again; that run is killed by a real SIGKILL the moment its own write job's
+      ``committing`` marker appears, and wherever in the job commit it died (before, during or
+      after publishing), the run after it leaves exactly B's rows, once (and A's).
+
+    One job, run six times (issue 49: these were three tests of nine runs. The window's had an
+    uninterrupted first run of its own, the real kill a first run of its own, and the third run
+    here was one of the finished job with every record kept, as the last runs of
+    test_a_job_directory_of_the_earlier_numbering_resumes and
+    test_two_identical_writes_match_by_occurrence still are)."""
     job = Job(tmp_path, "appends")
     kill_while_b_computes_then_resume(job, lambda i: job.rows(i, "append"))
     each_target_has_its_markers(job, lambda i: job.markers(i, "append"))
     assert any(r.startswith("1.") and r.endswith(".committed") for r in job.records())
-    # a third run of the finished job writes nothing at all
+    records = os.path.join(job.dir, job.name, "writes")
+    markers = os.path.join(job.target(2, "append"), "_fullwindow")
+
+    def crash_before_the_record() -> None:
+        for r in job.records():
+            if r.startswith("2.") and r.endswith(".committed"):
+                os.remove(os.path.join(records, r))
+
+    def crash_inside_the_job_commit() -> list[str]:
+        """The committed marker back to committing; the write job's published files."""
+        [done] = [m for m in job.markers(2, "append") if ".committed." in m]
+        uuid = done.rsplit(".committed.", 1)[1]
+        with open(os.path.join(markers, done)) as f:
+            count = int(f.read())
+        os.rename(os.path.join(markers, done),
+                  os.path.join(markers, done.replace(".committed.", ".committing.")))
+        files = sorted(glob.glob(os.path.join(job.target(2, "append"), f"*{uuid}*")))
+        assert count == len(files) >= 2
+        return files
+
+    # a third run, write 2's record gone: it writes nothing at all
+    crash_before_the_record()
     job.run("r3", writes="append,append")
     assert job.rows(1, "append") == A_ROWS and job.rows(2, "append") == B_ROWS
     assert job.ran("W1", "r3") == [] and job.ran("W2", "r3") == [] and job.ran("B", "r3") == []
+    assert any(r.startswith("2.") and r.endswith(".committed") for r in job.records())
     skipped = [e for e in job.events() if e["type"] == "writeSkipped"]
     assert {e["number"] for e in skipped} >= {1, 2}
     # recovery status lists the writes: both committed, write 1 skipped twice, write 2 once
@@ -124,6 +164,27 @@ def test_a_committed_append_is_not_written_again(tmp_path):
         (1, "files", "committed", 2), (2, "files", "committed", 1)]
     assert st["writes"][0]["target"].endswith("1-append") and st["writes"][0]["mode"] == "Append"
     assert "committed" in render(st) and "1-append (Append)" in render(st)
+
+    crash_before_the_record()
+    crash_inside_the_job_commit()
+    job.run("r4", writes="append,append")
+    assert job.rows(2, "append") == B_ROWS and job.ran("W2", "r4") == []
+
+    crash_before_the_record()
+    published = crash_inside_the_job_commit()
+    os.remove(published[0])  # not published yet when the driver died
+    dead = {m.rsplit(".", 1)[1] for m in job.markers(2, "append")}  # its write job's UUID
+    p = job.start("r5", writes="append,append")
+
+    def own_commit_began() -> bool:  # this run's write job's marker, not the dead one's
+        return any((".committing." in m or ".committed." in m) and m.rsplit(".", 1)[1] not in dead
+                   for m in job.markers(2, "append"))
+
+    kill_when(p, own_commit_began)
+    assert job.ran("W2", "r5") != []  # it ran again
+    assert not any(os.path.exists(f) for f in published[1:])  # what it published: removed first
+    job.run("r6", writes="append,append")
+    assert job.rows(2, "append") == B_ROWS and job.rows(1, "append") == A_ROWS
 
 
 @pytest.fixture(scope="module")
@@ -159,66 +220,6 @@ def test_a_dead_runs_task_outputs_are_not_published(killed_in_write_2):
     assert not os.path.exists(os.path.join(job.target(2, "append"), "_temporary"))
 
 
-def test_the_commit_window(tmp_path):
-    """The driver died after the sink committed write 2 and before the job recorded it, each
-    state left as the crash would leave it (on one job, run four times):
-
-    - after the sink's own marker said committed: skipped (the sink's marker);
-    - inside the job commit's last step, every file published, the marker still ``committing``:
-      skipped (the files it names are all there);
-    - inside the job commit, a file not yet published: what it published is removed and the
-      write runs again, once."""
-    job = Job(tmp_path, "window")
-    job.run("r1", writes="append,append")
-    records = os.path.join(job.dir, job.name, "writes")
-    markers = os.path.join(job.target(2, "append"), "_fullwindow")
-
-    def crash_before_the_record() -> None:
-        for r in job.records():
-            if r.startswith("2.") and r.endswith(".committed"):
-                os.remove(os.path.join(records, r))
-
-    def crash_inside_the_job_commit() -> list[str]:
-        """The committed marker back to committing; the write job's published files."""
-        [done] = [m for m in job.markers(2, "append") if ".committed." in m]
-        uuid = done.rsplit(".committed.", 1)[1]
-        with open(os.path.join(markers, done)) as f:
-            count = int(f.read())
-        os.rename(os.path.join(markers, done),
-                  os.path.join(markers, done.replace(".committed.", ".committing.")))
-        files = sorted(glob.glob(os.path.join(job.target(2, "append"), f"*{uuid}*")))
-        assert count == len(files) >= 2
-        return files
-
-    crash_before_the_record()
-    job.run("r2", writes="append,append")
-    assert job.rows(2, "append") == B_ROWS and job.ran("W2", "r2") == []
-    assert any(r.startswith("2.") and r.endswith(".committed") for r in job.records())
-
-    crash_before_the_record()
-    crash_inside_the_job_commit()
-    job.run("r3", writes="append,append")
-    assert job.rows(2, "append") == B_ROWS and job.ran("W2", "r3") == []
-
-    crash_before_the_record()
-    os.remove(crash_inside_the_job_commit()[0])  # not published yet when the driver died
-    job.run("r4", writes="append,append")
-    assert job.rows(2, "append") == B_ROWS and job.ran("W2", "r4") != []
-
-
-def test_killed_as_the_job_commit_starts(tmp_path):
-    """A real SIGKILL the moment write 2's ``committing`` marker appears: wherever in the job
-    commit the driver died (before, during or after publishing), the resumed run leaves exactly
-    B's rows, once."""
-    job = Job(tmp_path, "commit-kill")
-    p = job.start("r1", writes="append,append")
-    kill_when(p, lambda: any(".committing." in m or ".committed." in m
-                             for m in job.markers(2, "append")))
-    job.run("r2", writes="append,append")
-    assert job.rows(2, "append") == B_ROWS
-    assert job.rows(1, "append") == A_ROWS
-
-
 def test_every_file_write_mode(tmp_path):
     """Killed during the fifth write: the four before it committed and are skipped, the rest
     are written once; partitionBy, dynamic partition overwrite, saveAsTable, insertInto, SQL
@@ -237,7 +238,8 @@ def test_every_file_write_mode(tmp_path):
 def refused_after_a_crash_before_the_record(job: "Job", run: str) -> None:
     """Write 2 (JDBC) as a crash between its commit and the job's record leaves it (started, not
     recorded as committed): run ``run`` with onUncheckedWrite=fail refuses it, naming the
-    setting, before it writes anything."""
+    setting, before it writes anything (the Connect suite's refusal test:
+    tests/connect/test_connect_recovery.py)."""
     records = os.path.join(job.dir, job.name, "writes")
     for r in job.records():
         if r.startswith("2.") and r.endswith(".committed"):
@@ -251,16 +253,32 @@ def refused_after_a_crash_before_the_record(job: "Job", run: str) -> None:
 
 
 def test_unchecked_sink(tmp_path):
-    """JDBC keeps no record of its commits: a write the job recorded as committed is skipped;
-    one it only recorded as started runs again (at least once), or fails under
-    onUncheckedWrite=fail."""
+    """JDBC keeps no record of its commits: writes 2 and 3 are JDBC appends (two tables). After a
+    first run, write 3 is left as a crash between its commit and the job's record leaves it
+    (started, not recorded as committed). The next run, under onUncheckedWrite=fail, skips
+    write 2 (recorded as committed: skipped, even under fail) and refuses write 3, naming the
+    setting, before it writes anything; the run after it, under rerun (the default), skips
+    write 2 again and runs write 3 again (at least once). (Issue 49: writes 2 and 3 in one job,
+    one run less: the skip had a run of its own.)"""
+    writes = "append,jdbc,jdbc"
     job = Job(tmp_path, "jdbc")
-    job.run("r1", writes="append,jdbc")
-    job.run("r2", writes="append,jdbc")
-    assert job.ran("W2", "r2") == []  # recorded as committed: skipped
-    refused_after_a_crash_before_the_record(job, "r3")
-    job.run("r4", writes="append,jdbc")
-    assert job.ran("W2", "r4") != []  # rerun: at least once
+    job.run("r1", writes=writes)
+    records = os.path.join(job.dir, job.name, "writes")
+    for r in job.records():
+        if r.startswith("3.") and r.endswith(".committed"):
+            os.remove(os.path.join(records, r))
+    p = job.start("r2", writes=writes,
+                  extra='{"spark.fullwindow.recovery.onUncheckedWrite": "fail"}')
+    assert p.wait(300) != 0
+    log = open(job._log("r2")).read()
+    assert "[FULLWINDOW.RECOVERY_UNCHECKED_WRITE] write 3 of job jdbc (unchecked: " in log and \
+        "JdbcRelationProvider T3, " in log and "onUncheckedWrite" in log, log[-3000:]
+    assert any("write 2 of job jdbc (unchecked: " in line and "JdbcRelationProvider T2, " in line
+               and "is skipped" in line for line in log.splitlines()), log[-3000:]
+    assert job.ran("W2", "r2") == [] and job.ran("W3", "r2") == []
+    job.run("r3", writes=writes)
+    assert job.ran("W2", "r3") == []  # recorded as committed: skipped
+    assert job.ran("W3", "r3") != []  # rerun: at least once
 
 
 def lines(path: str) -> list[tuple]:
