@@ -56,7 +56,8 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):  # not listening yet, or an empty or partial page (a
+            # master still starting its web UI answered CI with an empty body)
             return 0
 
     def start(self, timeout: float = 90) -> "StandaloneCluster":

@@ -127,7 +127,10 @@ def test_racing_drivers_one_wins_then_killed_midway_resumes_from_s3(tmp_path, re
     # B's partitions wait for the gate: the winner is still running (and has B left to commit)
     # when the loser has failed, however loaded the machine is
     gate = str(tmp_path / "gate")
-    runs = {r: job.start(r, slow=1.5, gate=gate) for r in ("r1a", "r1b")}
+    # a lease timeout far longer than the test: the resume must find the killed holder's lease
+    # dead (its process gone), never merely expired, however long a loaded machine takes to get
+    # from the kill to the resume's lease (CI once took more than the default 60 s)
+    runs = {r: job.start(r, slow=1.5, gate=gate, lease_timeout="600s") for r in ("r1a", "r1b")}
     try:
         ended = wait_until(lambda: [r for r, q in runs.items() if q.poll() is not None], 300,
                            "one of the two racing drivers failed")
