@@ -19,6 +19,11 @@ MODE                   "plain": the slow step over a hash shuffle join; "roundro
                        round-robin ``repartition(4)`` before the slow step (an indeterminate
                        shuffle: kept whole or computed whole); "nondeterministic": the slow UDF
                        marked non-deterministic (its shuffle too is kept whole or computed whole)
+FW_REMOTE              a Spark Connect server's URL (sc://...): the job runs as its client, its
+                       recovery settings (RECOVERY_DIR, JOB_ID, FW_EXTRA_CONF: a JSON object of
+                       more) given to ``fullwindow.session(remote=...)``, as a Connect client
+                       gives them; MARKS, RUN and SLOW reach the server's Python workers through
+                       ``run.json`` in FW_CTL, a directory the server's environment names too
 
 The job: facts pass a Python UDF (marker ``A``), are joined with dims (a shuffle join: both
 sides hash-shuffled), pass a slow Python UDF (marker ``U``, in the map stage of the next
@@ -38,42 +43,78 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 
+def setting(name, default=None):
+    """A setting of this run: from FW_CTL's run.json (a Connect server's Python workers, which do
+    not have the client's environment), else the environment."""
+    import json
+    import os
+
+    ctl = os.environ.get("FW_CTL")
+    if ctl and os.path.exists(os.path.join(ctl, "run.json")):
+        with open(os.path.join(ctl, "run.json")) as f:
+            value = json.load(f).get(name)
+        if value is not None:
+            return value
+    return os.environ.get(name, default)
+
+
 def mark(stage):
     import os
 
     from pyspark import TaskContext
 
     tc = TaskContext.get()
-    name = os.path.join(os.environ["MARKS"],
-                        f"{stage}-{tc.partitionId()}-{os.environ['RUN']}-{tc.taskAttemptId()}")
+    name = os.path.join(setting("MARKS"),
+                        f"{stage}-{tc.partitionId()}-{setting('RUN')}-{tc.taskAttemptId()}")
     if os.path.exists(name):
         return False
     open(name, "w").close()
     return True
 
 
+def connect_session(remote, sql):
+    """A Spark Connect client's session, its job's recovery settings given as a client gives
+    them (the server's own settings turn recovery on)."""
+    import json
+
+    with open(os.path.join(os.environ["FW_CTL"], "run.json"), "w") as f:
+        json.dump({k: os.environ.get(k) for k in ("MARKS", "RUN", "SLOW")}, f)
+    conf = {**sql, "spark.fullwindow.recovery.enabled": "true",
+            "spark.fullwindow.recovery.dir": os.environ["RECOVERY_DIR"],
+            "spark.fullwindow.recovery.jobId": os.environ["JOB_ID"],
+            "spark.fullwindow.recovery.scope": "job",
+            **json.loads(os.environ.get("FW_EXTRA_CONF") or "{}")}
+    return fullwindow.session(remote=remote, conf=conf)
+
+
 def main():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers' Python: this one
-    builder = (SparkSession.builder.master(os.environ.get("MASTER", "local[2]"))
-               .appName("recovery-jobscope")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.adaptive.enabled", os.environ.get("AQE", "true"))
-               .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
-               .config("spark.sql.autoBroadcastJoinThreshold", "-1"))
-    # the UDFs' settings, for executors of a cluster too (their workers do not inherit this
-    # process's environment)
-    for name in ("MARKS", "RUN", "SLOW"):
-        if name in os.environ:
-            builder = builder.config(f"spark.executorEnv.{name}", os.environ[name])
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    # fullwindow's own warnings stay in the log: the test reads them (a kept map output that
-    # could not be placed as it was, and was written again from its rows)
-    jvm = spark.sparkContext._jvm
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.spark.sql.fullwindow", jvm.org.apache.logging.log4j.Level.WARN)
+    sql = {"spark.sql.shuffle.partitions": "4",
+           "spark.sql.adaptive.enabled": os.environ.get("AQE", "true"),
+           "spark.sql.adaptive.coalescePartitions.enabled": "false",
+           "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    remote = os.environ.get("FW_REMOTE")
+    if remote:
+        spark = connect_session(remote, sql)
+    else:
+        builder = (SparkSession.builder.master(os.environ.get("MASTER", "local[2]"))
+                   .appName("recovery-jobscope")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
+        for k, v in sql.items():
+            builder = builder.config(k, v)
+        # the UDFs' settings, for executors of a cluster too (their workers do not inherit this
+        # process's environment)
+        for name in ("MARKS", "RUN", "SLOW"):
+            if name in os.environ:
+                builder = builder.config(f"spark.executorEnv.{name}", os.environ[name])
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        # fullwindow's own warnings stay in the log: the test reads them (a kept map output
+        # that could not be placed as it was, and was written again from its rows)
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.fullwindow", jvm.org.apache.logging.log4j.Level.WARN)
 
     @F.udf("long")
     def tag(v):
@@ -86,7 +127,7 @@ def main():
         import time
 
         if mark("U"):
-            time.sleep(float(os.environ.get("SLOW", "0")))
+            time.sleep(float(setting("SLOW", "0")))
         return v * 3
 
     facts = spark.read.parquet(os.path.join(os.environ["IN"], "facts"))

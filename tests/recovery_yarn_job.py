@@ -7,6 +7,10 @@ then a per-key count and sum of A's output written to OUT as Parquet. Each run o
 function leaves a marker ``A-<partition>-<application id>-<attempt>-<task attempt>`` in MARKS
 (the application and attempt of the executor's container); partitions 2 and 3 wait while the
 file HOLD exists, so a test can kill the driver with partitions 0 and 1 committed and 2 and 3 not.
+
+With a sixth argument ``plain``, A is a plain ``mapInPandas`` instead (no full-window operation
+in the job): what is kept is then the per-key count's shuffle, map task by map task (whole-job
+recovery, ``spark.fullwindow.recovery.scope=job``, the default); the same markers and hold.
 """
 import os
 import sys
@@ -21,6 +25,7 @@ from fullwindow.recovery.lease import attempt_from_env
 
 def main():
     recovery_dir, job_id, out, marks, hold = sys.argv[1:6]
+    plain = sys.argv[6:7] == ["plain"]
     conf = {"spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
             "spark.fullwindow.recovery.enabled": "true",
@@ -33,10 +38,9 @@ def main():
                                  conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
 
-    def fa(rows):
+    def held_then_marked():
         from pyspark import TaskContext
 
-        out = [(r.id % 7, r.id * 2) for r in rows]
         tc = TaskContext.get()
         if tc.partitionId() >= 2:
             deadline = time.time() + 600
@@ -45,10 +49,24 @@ def main():
         app, attempt = attempt_from_env()  # of the executor's container
         name = f"A-{tc.partitionId()}-{app}-{attempt}-{tc.taskAttemptId()}"
         open(os.path.join(marks, name), "w").close()
+
+    def fa(rows):
+        out = [(r.id % 7, r.id * 2) for r in rows]
+        held_then_marked()
         return out
 
-    a = spark.range(0, 2000, numPartitions=4).fullWindowPartition() \
-        .mapPartition(fa, "k long, v long")
+    def fa_plain(batches):
+        import pandas as pd
+
+        for b in batches:
+            yield pd.DataFrame({"k": b["id"] % 7, "v": b["id"] * 2})
+        held_then_marked()
+
+    ids = spark.range(0, 2000, numPartitions=4)
+    if plain:
+        a = ids.mapInPandas(fa_plain, "k long, v long")
+    else:
+        a = ids.fullWindowPartition().mapPartition(fa, "k long, v long")
     a.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total")) \
         .write.mode("overwrite").parquet(out)
     print("JOB DONE", flush=True)

@@ -346,6 +346,59 @@ def test_operations_over_other_columns_of_one_input_are_told_apart(spark, tmp_pa
     assert one[0] == one[1] and two[0] != two[1]
 
 
+_SCRIPT = """
+hold = "/x/hold"
+def helper():
+    return hold
+def f(batches):
+    for b in batches:
+        yield b
+    helper()
+"""
+
+
+def _pickled_udf(path: str, src: str = _SCRIPT) -> bytes:
+    """The command pyspark ships for a UDF whose function a driver script at ``path`` defines
+    (cloudpickle keeps such a function by value, its code naming ``path``)."""
+    from pyspark.serializers import CloudPickleSerializer
+
+    g = {"__name__": "__main__"}
+    exec(compile(src, path, "exec"), g)
+    return CloudPickleSerializer().dumps((g["f"], "k long"))
+
+
+def test_a_udfs_fingerprint_leaves_out_the_directory_of_the_driver_script(spark):
+    """The fingerprint of a shuffle over a Python UDF hashes the UDF's pickled command with the
+    driver script's path (recovery puts it in the session) given as its file name alone, so a
+    script run from another directory on the resume (YARN's next attempt in cluster mode: the
+    attempt's container directory; a scheduler's temporary copy) finds its kept shuffles: the
+    same script's UDF from two directories, of paths of either length, hashes the same; another
+    file name, or other code or captured values, do not. (End to end: tests/test_recovery_yarn.py
+    resumes a plain job in YARN's next attempt.)"""
+    from fullwindow.recovery._jobs import tell_driver_script
+    from fullwindow.recovery.config import DRIVER_SCRIPT, driver_script
+
+    jvm = spark.sparkContext._jvm
+    paths = getattr(jvm.org.apache.spark.sql.fullwindow.recovery, "PickledPaths")
+
+    def hashed(path: str, src: str = _SCRIPT, script: str | None = None) -> bytes:
+        return bytes(paths.withoutDirectory(bytearray(_pickled_udf(path, src)),
+                                            path if script is None else script))
+
+    one, two = "/srv/attempt_01/job.py", "/srv/attempt_02/job.py"
+    deep = "/tmp/" + "d" * 300 + "/job.py"  # a BINUNICODE string, and another frame length
+    assert _pickled_udf(one) != _pickled_udf(two)
+    assert hashed(one) == hashed(two) == hashed(deep)
+    assert hashed("/srv/attempt_02/other.py") != hashed(one)
+    assert hashed(two, _SCRIPT.replace("/x/hold", "/y/hold")) != hashed(one)
+    assert hashed(two, _SCRIPT.replace("yield b", "yield b.head(1)")) != hashed(one)
+    # another script's path given: the pickle is hashed as it is
+    assert hashed(one, script="/srv/elsewhere.py") == _pickled_udf(one)
+    # what recovery tells the session: this process's __main__ file (pytest's, here)
+    tell_driver_script(spark, driver_script())
+    assert spark.conf.get(DRIVER_SCRIPT) == driver_script() != ""
+
+
 def test_a_job_directory_written_before_text_version_2_keeps_its_fingerprints(spark, tmp_path,
                                                                              monkeypatch):
     """A job directory whose runs recorded no ``textVersion`` (written before it existed, with
@@ -369,7 +422,7 @@ def test_a_job_directory_written_before_text_version_2_keeps_its_fingerprints(sp
 
     try:
         with monkeypatch.context() as m:  # the first run as an older fullwindow made it
-            m.setattr(_jobs, "TEXT_VERSION", 1)
+            m.setattr(_jobs, "_new_text_version", lambda jvm: 1)
             fullwindow.recovery.start(spark)
             assert total() == 4950
             fullwindow.recovery.flush(spark)

@@ -3,13 +3,16 @@ tests/recovery_yarn_job.py is submitted with spark-submit --master yarn, its rec
 on HDFS, and its driver's Python process is found among the machine's processes and SIGKILLed
 with two of four partitions committed.
 
-- cluster mode, ``spark.yarn.maxAppAttempts=2``: YARN starts the application's second attempt on
-  its own; it takes the first attempt's lease (recorded as held on another host, so by the
-  attempt rule, not because the killed process is gone from this one), reruns only the two
-  unfinished partitions, writes the output of an uninterrupted run, and the application ends
-  SUCCEEDED;
-- client mode: a scheduler's retry, the same spark-submit command run again (a new application),
-  resumes the same way.
+- cluster mode, ``spark.yarn.maxAppAttempts=2``, a plain job (``mapInPandas`` and a per-key
+  count: no full-window operation, so what is kept is the count's shuffle, map task by map task:
+  whole-job recovery, the default scope): YARN starts the application's second attempt on its
+  own; it takes the first attempt's lease (recorded as held on another host, so by the attempt
+  rule, not because the killed process is gone from this one), reads the two kept map outputs
+  back from HDFS and reruns only the two unfinished map tasks, writes the output of an
+  uninterrupted run, and the application ends SUCCEEDED;
+- client mode, the job's first step a full-window ``mapPartition``: a scheduler's retry, the same
+  spark-submit command run again (a new application), resumes the same way, rerunning only the
+  two partitions not committed.
 
 The spark-submit flags are those of docs/recovery.md's "Running unattended"."""
 from __future__ import annotations
@@ -52,7 +55,7 @@ class YarnJob:
     """One job id, its output and markers (local: the one NodeManager runs on this machine), the
     HOLD file that keeps partitions 2 and 3 from finishing, and its spark-submit command."""
 
-    def __init__(self, base, cluster: MiniHDFS, mode: str):
+    def __init__(self, base, cluster: MiniHDFS, mode: str, plain: bool = False):
         import fullwindow
 
         self.cluster, self.mode = cluster, mode
@@ -97,7 +100,8 @@ class YarnJob:
             "--conf", "spark.yarn.report.interval=500ms",
             # the driver goes on (to its lease and the job's directory) while its executor starts
             "--conf", "spark.scheduler.minRegisteredResourcesRatio=0",
-            SCRIPT, self.dir, self.job_id, "file://" + self.out, self.marks, self.hold]
+            SCRIPT, self.dir, self.job_id, "file://" + self.out, self.marks, self.hold,
+            *(["plain"] if plain else [])]
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -116,8 +120,8 @@ class YarnJob:
                                  cwd=ROOT, start_new_session=True)
         return p, log
 
-    def committed(self) -> set[int]:
-        """A's partitions with a task-finished event on HDFS (read with the test's session)."""
+    def events(self) -> list[dict]:
+        """The job's events on HDFS (read with the test's session); none before its directory."""
         import warnings
 
         from fullwindow.recovery import job_events
@@ -125,10 +129,14 @@ class YarnJob:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                events = job_events(self.dir, self.job_id)
+                return job_events(self.dir, self.job_id)
             except Exception:  # noqa: BLE001 - the job directory is not there yet
-                return set()
-        return {e["partition"] for e in events if e["type"] == "taskFinished"}
+                return []
+
+    def committed(self) -> set[int]:
+        """A's partitions (or, in a plain job, the count's shuffle map tasks) with a
+        task-finished event on HDFS."""
+        return {e["partition"] for e in self.events() if e["type"] == "taskFinished"}
 
     def driver_pids(self) -> list[int]:
         """The job's driver: the Python process running the job's script with its job id (the
@@ -210,7 +218,7 @@ def _container_log(cluster: MiniHDFS, container: str, name: str = "stderr") -> s
 def test_yarn_second_attempt_resumes_a_killed_cluster_mode_driver(yarn, tmp_path, spark):
     from fullwindow.recovery import _fs, lease
 
-    job = YarnJob(tmp_path, yarn, "cluster")
+    job = YarnJob(tmp_path, yarn, "cluster", plain=True)
     p, log = job.submit()
     killed = _kill_driver_midway(job, p, log)
     # on a cluster of several machines the next attempt runs elsewhere; here it runs on this
@@ -238,6 +246,16 @@ def test_yarn_second_attempt_resumes_a_killed_cluster_mode_driver(yarn, tmp_path
     assert {0, 1} <= set(ran[(app, "1")]), ran
     assert ran[(app, "2")] == [2, 3], ran
     assert set(ran) <= {(app, "1"), (app, "2")}, ran
+    # what was kept is the count's shuffle (the job has no full-window operation): the second
+    # attempt read two of its map outputs back from HDFS and ran the other two
+    events = job.events()
+    assert {e["operator"] for e in events if e["type"] == "vertexInitialized"} == {"shuffle"}
+    [slow] = {e["fingerprint"] for e in events if e["type"] == "vertexInitialized"}
+    kept = [e for e in events if e["type"] == "taskFinished" and e["fingerprint"] == slow]
+    assert sorted(e["partition"] for e in kept) == [0, 1, 2, 3]
+    assert all(e["path"].startswith(yarn.uri) for e in kept), kept
+    last = [e for e in events if e["type"] == "vertexInitialized"][-1]
+    assert (last["recovered"], last["stable"]) == (2, True), last
     # the second attempt's driver took the lease over from the first attempt's, then released it
     holder = lease.read(files, job_dir)
     assert (holder["appId"], holder["attemptId"], holder["state"]) == (app, "2", "released")

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from test_recovery_crash import PARTS, Job  # the classic crash tests' job
+from test_recovery_jobscope import Job as WholeJob  # the whole-job recovery tests' plain job
 from test_recovery_writes import A_ROWS as WRITES_A, B_ROWS as WRITES_B, Job as WritesJob
 from test_recovery_writes import lines, refused_after_a_crash_before_the_record
 from server import _LOCAL_CONNECT_ENV, ConnectServer, clean_env
@@ -116,14 +117,22 @@ def test_a_job_resumes_after_its_connect_server_is_killed(server, tmp_path):
     assert ops[a]["committed"] == ops[b]["committed"] == 4 and ops[b]["intact"]
 
 
-class HdfsConnectJob(ConnectJob):
-    """The same job with its recovery directory on a real HDFS (tests/hdfs.py); its events are
-    read with this process's classic session (the local Connect server's driver)."""
+class PlainHdfsConnectJob(_OnServer, WholeJob):
+    """tests/recovery_jobscope_job.py, the whole-job recovery tests' plain job (no full-window
+    operation), as a client of ``server``, its recovery directory on a real HDFS (tests/hdfs.py);
+    its events are read with this process's classic session (the local Connect server's
+    driver)."""
 
     def __init__(self, base, name: str, server: ConnectServer, hdfs_uri: str, classic):
         super().__init__(base, name, server)
         self.dir = f"{hdfs_uri}/fw-connect-{name}"
         self.classic = classic
+
+    def options(self, **options) -> dict:
+        # the settings go to fullwindow.session(remote=...): no spark-submit in a client
+        return {**super().options(**options), "PYSPARK_SUBMIT_ARGS": None,
+                "FW_EXTRA_CONF": json.dumps({"spark.fullwindow.eventStore.flushInterval":
+                                             "200ms"})}
 
     def events(self) -> list[dict]:
         import warnings
@@ -135,22 +144,48 @@ class HdfsConnectJob(ConnectJob):
             return job_events(self.dir, self.name, self.classic)
 
 
-def test_a_job_on_hdfs_resumes_after_its_connect_server_is_killed(server, spark, tmp_path):
+def test_a_plain_job_on_hdfs_resumes_after_its_connect_server_is_killed_mid_map_stage(
+        server, spark, tmp_path):
+    """Whole-job recovery (the default scope) from a Connect client, the job directory on HDFS:
+    the server is SIGKILLed once 2 of the slow map stage's 4 outputs are kept there, and started
+    again; the client program's next run reads the join's two shuffles back (their upstream UDF
+    runs no task), runs only the slow stage's missing map tasks, places the kept ones as they are
+    (the server's log has no fallback warning), and writes an uninterrupted run's output."""
     from pyspark.sql.session import SparkSession as ClassicSession
 
-    from fullwindow import recovery
     from hdfs import MiniHDFS
+    from test_recovery_jobscope import PARTS as MAP_TASKS
+    from test_recovery_jobscope import expected_output
 
     classic = ClassicSession._instantiatedSession  # the local Connect server's driver
     cluster = MiniHDFS().start()
     try:
-        job = HdfsConnectJob(tmp_path, "connect-hdfs", server, cluster.uri, classic)
-        a, b = _kill_and_resume(job, server)
-        outputs = [e["path"] for e in job.events() if e["type"] == "taskFinished"]
-        assert outputs and all(p.startswith(cluster.uri) for p in outputs)
-        ops = {o["fingerprint"]: o for o in recovery.verify(job.dir, job.name, classic)[
-            "operations"]}
-        assert ops[a]["committed"] == ops[b]["committed"] == 4 and ops[b]["intact"]
+        job = PlainHdfsConnectJob(tmp_path, "connect-hdfs", server, cluster.uri, classic)
+        client = job.start("r1", slow=4.0)
+        wait_until(lambda: len(job.finished(job.slow_shuffle())) >= 2, 240,
+                   "2 of the slow stage's map outputs kept", client, lambda: job.log("r1"))
+        server.kill()  # the driver crashes (launcher, JVM and workers: one process group)
+        slow = job.slow_shuffle()
+        done = job.finished(slow)
+        assert 2 <= len(done) < len(MAP_TASKS), (done, job.log("r1")[-3000:])
+        assert job.ran("U", "r1")
+        try:
+            client.wait(60)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            client.wait(30)
+        assert "JOB DONE" not in job.log("r1")
+        kept = [e["path"] for e in job.events()
+                if e["type"] == "taskFinished" and e["fingerprint"] == slow]
+        assert len(kept) == len(done) and all(p.startswith(cluster.uri) for p in kept), kept
+        server.restart()
+        job.run("r2")
+        assert job.output() == expected_output()
+        assert job.ran("A", "r2") == []  # the join's shuffles read back: their UDF ran no task
+        assert job.ran("U", "r2") == sorted(set(MAP_TASKS) - done)
+        assert "could not place the kept map output" not in server.log()
+        last = [e for e in job.shuffles() if e["fingerprint"] == slow][-1]
+        assert last["recovered"] == len(done) and last["stable"] is True
     finally:
         cluster.stop()
 

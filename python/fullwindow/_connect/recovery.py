@@ -122,6 +122,10 @@ def control(session: Any, action: str, **argument: Any) -> Any:
 
     prepare(session, False)  # the server's jar is this client's version
     install_actions()
+    if action == "start":  # the job's shuffles over this program's UDFs: config.DRIVER_SCRIPT
+        from fullwindow.recovery.config import driver_script
+
+        argument = {"script": driver_script(), **argument}
 
     def fill(rel: Any) -> None:
         rel.recovery_control.action = action

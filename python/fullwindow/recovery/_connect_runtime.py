@@ -125,6 +125,9 @@ class ConnectRuntime:
             if settings is None:
                 return {"started": False}
             _jobs._runtime.job(spark, settings, "recovery.start", owner)
+            # the client's script path (fingerprints of shuffles over its Python UDFs leave out
+            # its directory: config.DRIVER_SCRIPT)
+            _jobs.tell_driver_script(spark, str(args.get("script") or ""))
             return {"started": True}
         if action == "flush":
             _jobs._runtime.drain(int(args.get("wait_ms", 5000)))

@@ -20,8 +20,8 @@ from pyspark.sql import DataFrame
 
 from fullwindow.errors import FullWindowError
 from fullwindow.recovery import _fs
-from fullwindow.recovery.config import (DIR, ENABLED, JOB_ID, RecoverySettings,
-                                        settings_of_session)
+from fullwindow.recovery.config import (DIR, DRIVER_SCRIPT, ENABLED, JOB_ID, RecoverySettings,
+                                        driver_script, settings_of_session)
 from fullwindow.recovery.errors import (RecoveryConflictError, RecoveryInputChangedError,
                                         RecoveryStorageError)
 from fullwindow.recovery.eventstore import RUN_STARTED, EventStore
@@ -29,12 +29,20 @@ from fullwindow.recovery._jobdir import (_Vertex, delete_job, events_dir, input_
                                          operators_dir, recovery_state)
 from fullwindow.recovery.lease import Lease, attempt_of
 
-#: the version of the plan texts a new job's fingerprints are made of (the jar's
-#: ``FullWindowPython.TextVersion``: 2 keeps which columns each operator refers to, 1 did not);
-#: a job keeps its first run's version, recorded in each run's ``runStarted`` event
-TEXT_VERSION = 2
-
 log = logging.getLogger("fullwindow.recovery")
+
+
+def tell_driver_script(spark: Any, path: str) -> None:
+    """Gives the session the driver's script path (config.DRIVER_SCRIPT), when there is one."""
+    if path and spark.conf.get(DRIVER_SCRIPT, None) != path:
+        spark.conf.set(DRIVER_SCRIPT, path)
+
+
+def _new_text_version(jvm: Any) -> int:
+    """The plan-text version a new job's fingerprints are made of: the jar's
+    (``FullWindowPython.TextVersion``: 2 keeps which columns each operator refers to, 1 did not).
+    A job keeps its first run's version, recorded in each run's ``runStarted`` event."""
+    return int(jvm.textVersion())
 
 
 class _Job:
@@ -71,13 +79,14 @@ class _Job:
                                                    sizes=read, runs=runs):
                 events.extend(evs)
             self.state = recovery_state(events)
-            # the plan-text version of the job's fingerprints: the current one for a new job,
-            # else its first run's (1 when that run recorded none: written before version 2)
-            self.text_version = (int(runs[0].get("textVersion", 1)) if runs
-                                 else 1 if events else TEXT_VERSION)
+            # the plan-text version of the job's fingerprints: the jar's current one for a new
+            # job, else its first run's (1 when that run recorded none: written before version 2)
             from fullwindow._jvm import facade
 
-            facade(spark).textVersion(self.job_dir, self.text_version)
+            jvm = facade(spark)
+            self.text_version = (int(runs[0].get("textVersion", 1)) if runs
+                                 else 1 if events else _new_text_version(jvm))
+            jvm.textVersion(self.job_dir, self.text_version)
             self.input_records = input_records(events)
             # the run's first event fences off whatever earlier drivers write from now on
             self.store = EventStore(
@@ -267,6 +276,8 @@ class _Runtime:
                 self.jobs[settings.job_dir] = job
                 _share_with_jvm(spark, fw, job)
             job.touched = time.time()
+            if owner is None:  # a Spark Connect client sends its own (_connect_runtime)
+                tell_driver_script(spark, driver_script())
             fw.registerRecoveryListener(spark._jsparkSession)
             self.spark = spark
             if self.thread is None or not self.thread.is_alive() or self.stop.is_set():

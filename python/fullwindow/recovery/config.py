@@ -15,6 +15,11 @@ LEASE_TIMEOUT = "spark.fullwindow.recovery.leaseTimeout"
 LEASE_WAIT = "spark.fullwindow.recovery.leaseWait"
 ON_INPUT_CHANGE = "spark.fullwindow.recovery.onInputChange"
 ON_UNCHECKED_WRITE = "spark.fullwindow.recovery.onUncheckedWrite"
+#: set by recovery itself, not by users: the path of the driver's Python script, whose directory
+#: the fingerprint of a shuffle over a Python UDF leaves out (the jar's
+#: ``JobShuffles.DriverScript``): a script run from another directory on the resume (YARN's next
+#: attempt in cluster mode, a scheduler's temporary copy) still finds its kept shuffles
+DRIVER_SCRIPT = "spark.fullwindow.recovery.driverScript"
 
 DEFAULT_WRITE_BUFFER_SIZE = "1m"
 DEFAULT_FLUSH_INTERVAL = "1s"
@@ -24,6 +29,15 @@ DEFAULT_ON_INPUT_CHANGE = "recompute"
 ON_INPUT_CHANGE_MODES = ("recompute", "fail")
 DEFAULT_ON_UNCHECKED_WRITE = "rerun"
 ON_UNCHECKED_WRITE_MODES = ("rerun", "fail")
+
+
+def driver_script() -> str:
+    """This process's ``__main__`` script as its functions' code names it (``""``: none, as in
+    a shell or a notebook)."""
+    import sys
+
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return path if isinstance(path, str) else ""
 
 
 @dataclass(frozen=True)

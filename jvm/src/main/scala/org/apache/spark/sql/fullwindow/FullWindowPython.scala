@@ -327,6 +327,10 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
     * its first run recorded, 1 when that run recorded none). */
   def textVersion(jobDir: String, version: Int): Unit = textVersions.put(jobDir, version)
 
+  /** The plan-text version a new job's fingerprints are made of ([[TextVersion]]): the Python
+    * side records it in a new job's first `runStarted` event. */
+  def textVersion(): Int = TextVersion
+
   /** The plan-text version of job `jobDir` ([[TextVersion]] for a job not opened here). */
   def textVersion(jobDir: String): Int =
     Option(textVersions.get(jobDir)).map(_.intValue).getOrElse(TextVersion)

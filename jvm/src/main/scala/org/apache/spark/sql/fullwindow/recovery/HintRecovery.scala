@@ -85,11 +85,6 @@ object HintRecovery extends Logging {
     }
   }
 
-  /** The fingerprint of a hinted operation: its kind and its analyzed plan's stable text (the
-   * listings of the files it reads included). */
-  def fingerprint(operation: String, plan: LogicalPlan): String =
-    hash(operation + "\u0000" + FullWindowPython.planText(plan))
-
   private def hash(text: String): String =
     MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8))
       .take(12).map(b => f"${b & 0xff}%02x").mkString

@@ -122,11 +122,20 @@ object JobShuffles extends Logging {
     catch { case NonFatal(_) => clean(p.simpleString(Int.MaxValue), exprIds = true) })
       .stripPrefix("!")
 
-  private def pythonCode(e: Expression): Seq[String] = e.collect {
-    case u: PythonUDF =>
-      val bytes = u.func.command.map(_.asInstanceOf[Byte]).toArray
-      val md = MessageDigest.getInstance("SHA-256")
-      md.digest(bytes).take(12).map(b => f"${b & 0xff}%02x").mkString
+  /** The path of the driver's Python script (its `__main__` module's file), set in the session
+    * by recovery's Python side (classic: when the job is opened; Spark Connect: by the client
+    * as it starts the job). Internal. */
+  val DriverScript = "spark.fullwindow.recovery.driverScript"
+
+  private def pythonCode(e: Expression): Seq[String] = {
+    lazy val script = Option(SQLConf.get.getConfString(DriverScript, null)).filter(_.nonEmpty)
+    e.collect {
+      case u: PythonUDF =>
+        val bytes = u.func.command.map(_.asInstanceOf[Byte]).toArray
+        val md = MessageDigest.getInstance("SHA-256")
+        md.digest(script.fold(bytes)(PickledPaths.withoutDirectory(bytes, _)))
+          .take(12).map(b => f"${b & 0xff}%02x").mkString
+    }
   }
 
   /** The fingerprint of exchange `e` (over its child as it is now) and its stability. */
