@@ -144,25 +144,40 @@ def _to_arrow(df) -> pa.Table:
     return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
 
 
-def arrow_partitions(df) -> list[pa.Table]:
-    """The rows of each partition of ``df``, in order, as Arrow tables: collected through Arrow by
-    ``df``'s own execution (so ``fullwindow.operator_metrics(df)`` reads that run), cut at each
-    partition's row count (each row's partition id collected as one Arrow column, no Python
-    worker). ``helpers.partitions`` hands every row to a Python worker and back as a Row; at the
-    hundreds of thousands of rows the tests across runs sort, that was most of this module's
-    time. Not a ``groupBy("p").count()``: in the small-memory session its hash map could find
-    the pool taken by the other task's sort (UNABLE_TO_ACQUIRE_MEMORY, seen under load)."""
+_PID = "__partition_id"
+
+
+def arrow_run(df) -> tuple[list[pa.Table], object]:
+    """The rows of each partition of ``df``, in order, as Arrow tables, and the DataFrame that
+    ran to give them: ``df`` with each row's partition id as a last column (no Python worker),
+    collected through Arrow by one job and cut where the id changes (``fullwindow.operator_metrics``
+    of the DataFrame returned reads that run: ``df``'s own nodes, and only that run).
+    ``helpers.partitions`` hands every row to a Python worker and back as a Row; at the hundreds
+    of thousands of rows the tests across runs sort, that was most of this module's time. The
+    ids come with the rows, not from a job of their own (which sorted every input once more),
+    nor from a ``groupBy("p").count()``: in the small-memory session its hash map could find the
+    pool taken by the other task's sort (UNABLE_TO_ACQUIRE_MEMORY, seen under load)."""
     import pyarrow.compute as pc
 
-    ids = _to_arrow(df.select(F.spark_partition_id().alias("p")))
-    counts = {c["values"].as_py(): c["counts"].as_py() for c in pc.value_counts(ids.column("p"))}
-    table = _to_arrow(df)
+    ran = df.select("*", F.spark_partition_id().alias(_PID))
+    table = _to_arrow(ran)
+    ids = table.column(table.num_columns - 1)
+    table = table.remove_column(table.num_columns - 1)
+    counts = {c["values"].as_py(): c["counts"].as_py() for c in pc.value_counts(ids)}
     parts, at = [], 0
     for p in range(max(counts, default=-1) + 1):
-        parts.append(table.slice(at, counts.get(p, 0)))
-        at += counts.get(p, 0)
+        n = counts.get(p, 0)
+        # the rows come partition by partition: the slice holds partition p's rows, all of them
+        assert n == 0 or pc.all(pc.equal(ids.slice(at, n), p)).as_py(), (p, at, n)
+        parts.append(table.slice(at, n))
+        at += n
     assert at == table.num_rows, (counts, table.num_rows)
-    return parts
+    return parts, ran
+
+
+def arrow_partitions(df) -> list[pa.Table]:
+    """``arrow_run(df)``'s partitions."""
+    return arrow_run(df)[0]
 
 
 def _exact(table: pa.Table) -> list[pa.Array]:
@@ -191,13 +206,15 @@ def assert_like_native(df, spec, tie_break=True, columnar=True):
     cols = _columns(spec, tie_break)
     ours = df.fullWindowPartition().sortPartition(cols)
     assert ("columnar=true" in executed_plan(ours)) == columnar, executed_plan(ours)
-    got = arrow_partitions(ours)
+    got, ran = arrow_run(ours)
+    # the run compared is ours' sort (the partition ids are read above it)
+    assert ("columnar=true" in executed_plan(ran)) == columnar, executed_plan(ran)
     want = arrow_partitions(df.sortWithinPartitions(*cols))
     assert [p.num_rows for p in got] == [p.num_rows for p in want]
     for i, (g, w) in enumerate(zip(got, want)):
         assert all(a.equals(b) for a, b in zip(_exact(g), _exact(w))), \
             f"partition {i} differs from sortWithinPartitions for {spec}: {_first_difference(g, w)}"
-    return ours
+    return ran  # the DataFrame that ran ours' sort: its operator_metrics read that run
 
 
 def test_plan_and_metrics_show_the_columnar_sort(data):
@@ -702,7 +719,7 @@ def test_equal_keys_keep_input_order_across_runs(small_memory):
     _, df = small_memory
     read = arrow_partitions(df)
     ours = df.fullWindowPartition().sortPartition([("i", Order.ASCENDING)])
-    got = arrow_partitions(ours)
+    got, ours = arrow_run(ours)
     assert [p.num_rows for p in got] == [p.num_rows for p in read]
     for part, before in zip(got, read):
         position = {r: i for i, r in enumerate(before.column("id").to_pylist())}
@@ -730,7 +747,8 @@ def test_rows_too_wide_for_memory_fall_back_to_the_row_sorter(small_memory, tmp_
     df = spark.read.parquet(path)
     ours = df.fullWindowPartition().sortPartition([("k", Order.DESCENDING)])
     assert "columnar=true" in executed_plan(ours)
-    got = arrow_partitions(ours)
+    got, ours = arrow_run(ours)
+    assert "columnar=true" in executed_plan(ours)
     assert sum(p.num_rows for p in got) == FALLBACK_ROWS
     for p in got:
         keys = p.column("k").to_pylist()
