@@ -55,56 +55,91 @@ class HdfsJob(Job):
         return {"LEASE_TIMEOUT": lease_timeout}
 
 
-def test_killed_midway_resumes_from_hdfs(tmp_path, reference, hdfs, files, spark):
-    """One driver holds the job on HDFS: a second one started beside it is refused, naming the
-    holder, and the first goes on; the first is SIGKILLed midway through B; the next run takes
-    the job over at once (the holder's process is gone) and computes only B's partitions that
-    were not committed, reading B's shuffle input back from HDFS. (One killed run for both:
-    issue 49.)"""
+@pytest.fixture(scope="module")
+def midway(tmp_path_factory, hdfs, files):
+    """The killed-midway chain on HDFS, run once for the module and recorded for
+    test_killed_midway_resumes_from_hdfs: one driver (r1) holds the job, a second (r2) started
+    beside it is refused, r1 is SIGKILLed midway through B, r3 takes over and finishes. The job
+    it leaves finished is the one test_corrupt_record_lost_and_damaged_files_on_hdfs then harms
+    and resumes (issue 49: that test's own first, uninterrupted run is not needed)."""
+    from types import SimpleNamespace
+
     from fullwindow.recovery import lease
 
+    tmp_path = tmp_path_factory.mktemp("midway")
     job = HdfsJob(tmp_path, "midway", hdfs.uri)
+    m = SimpleNamespace(job=job)
     gate = str(tmp_path / "gate")  # B's partitions wait for it: none commits before the refusal
     p = job.start("r1", slow=1.5, gate=gate)
+    second = None
+    m.pid = p.pid
     try:
         # the first driver holds the lease and has begun its run (its first event is written)
+        # (polled every half second: a poll of HDFS costs CPU, and nothing here is timed)
         wait_until(lambda: run_begun(files, job.job_dir()), 240, "the first driver's run began",
-                   p, lambda: job.log_text("r1"))
-        held = lease.read(files, job.job_dir())
-        assert held["live"] and held["pid"] == p.pid and held["epoch"] == 1
+                   p, lambda: job.log_text("r1"), every=0.5)
+        m.held = lease.read(files, job.job_dir())
         second = job.start("r2")
-        assert second.wait(240) != 0
-        log = job.log_text("r2")
-        assert "RecoveryConflictError" in log and "another driver holds job 'midway'" in log
-        assert f"pid {p.pid}," in log and "JOB DONE" not in log
-        assert p.poll() is None  # the first run goes on undisturbed
+        m.second_rc = second.wait(240)
+        m.second_log = job.log_text("r2")
+        m.first_ran_on = p.poll() is None  # the first run goes on undisturbed
         open(gate, "w").close()
         kill_when(p, lambda: len(job.finished(job.fingerprints()[1])) >= 1)
     finally:
         kill_group(p)
-    a, b = job.fingerprints()
-    done_b = job.finished(b)
-    assert job.finished(a) == PARTS and 1 <= len(done_b) < 4
+        if second is not None:
+            kill_group(second)
+    m.a, m.b = job.fingerprints()
+    m.done_a, m.done_b = job.finished(m.a), job.finished(m.b)
+    # the committed outputs and B's committed shuffle input, as they are before the resume
+    m.outputs = [(e["path"], files.exists(e["path"])) for e in job.events()
+                 if e["type"] == "taskFinished" and e["fingerprint"] == m.b]
+    m.committed_input = files.listdir(f"{job.job_dir()}/operators/{m.b}/input0")
+
+    job.run("r3")  # the killed holder's process is gone: taken over at once
+    m.r3_log = job.log_text("r3")
+    m.epoch = lease.read(files, job.job_dir())["epoch"]
+    m.output = job.output()
+    m.ran_a, m.ran_b = job.ran("A", "r3"), job.ran("B", "r3")
+    m.inputs = [e["fingerprint"] for e in job.events()
+                if e["type"] == "vertexInitialized" and e["operator"] == "shuffle input"]
+    return m
+
+
+def test_killed_midway_resumes_from_hdfs(midway, reference, hdfs):
+    """One driver holds the job on HDFS: a second one started beside it is refused, naming the
+    holder, and the first goes on; the first is SIGKILLed midway through B; the next run takes
+    the job over at once (the holder's process is gone) and computes only B's partitions that
+    were not committed, reading B's shuffle input back from HDFS. (One killed run for both:
+    issue 49; the chain runs in the module's ``midway`` fixture.)"""
+    m = midway
+    held = m.held
+    assert held["live"] and held["pid"] == m.pid and held["epoch"] == 1
+    assert m.second_rc != 0
+    log = m.second_log
+    assert "RecoveryConflictError" in log and "another driver holds job 'midway'" in log
+    assert f"pid {m.pid}," in log and "JOB DONE" not in log
+    assert m.first_ran_on  # the first run goes on undisturbed
+    a, b = m.a, m.b
+    done_b = m.done_b
+    assert m.done_a == PARTS and 1 <= len(done_b) < 4
     # the committed outputs and B's committed shuffle input are on HDFS (copied there by the
     # executors: no hard links across file systems)
-    outputs = [e["path"] for e in job.events() if e["type"] == "taskFinished"
-               and e["fingerprint"] == b]
-    assert outputs and all(path.startswith(hdfs.uri) and files.exists(path) for path in outputs)
-    committed_input = files.listdir(f"{job.job_dir()}/operators/{b}/input0")
+    outputs = m.outputs
+    assert outputs and all(path.startswith(hdfs.uri) and exists for path, exists in outputs)
+    committed_input = m.committed_input
     assert any(n.endswith(".data") for n in committed_input), committed_input
     assert any(n.endswith(".index") for n in committed_input), committed_input
 
-    job.run("r3")  # the killed holder's process is gone: taken over at once
-    assert "taking over from" in job.log_text("r3")
-    assert lease.read(files, job.job_dir())["epoch"] == 2
-    assert job.output() == reference
-    assert job.ran("A", "r3") == []  # A wholly recovered from HDFS: nothing upstream of it ran
-    assert job.ran("B", "r3") == sorted(PARTS - done_b)
+    # r3: the killed holder's process is gone: taken over at once
+    assert "taking over from" in m.r3_log
+    assert m.epoch == 2
+    assert m.output == reference
+    assert m.ran_a == []  # A wholly recovered from HDFS: nothing upstream of it ran
+    assert m.ran_b == sorted(PARTS - done_b)
     # B's shuffle input was read back from HDFS, not shuffled again: its vertex was
     # initialized by the first run only
-    inputs = [e for e in job.events()
-              if e["type"] == "vertexInitialized" and e["operator"] == "shuffle input"]
-    assert [e["fingerprint"] for e in inputs] == [f"{b}/input0"]
+    assert m.inputs == [f"{b}/input0"]
 
 
 def test_whole_job_killed_midway_resumes_from_hdfs(tmp_path, hdfs, files, spark):
@@ -122,18 +157,21 @@ def test_whole_job_killed_midway_resumes_from_hdfs(tmp_path, hdfs, files, spark)
     killed_midway_and_resumed(job, files)
 
 
-def test_corrupt_record_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs, files, spark):
-    """One finished job, harmed three ways in turn, each followed by a resume: a corrupt record
-    in its HDFS event segment (only that record's partition runs again), a deleted output file,
-    a damaged one (the same size, other bytes: caught by the CRC32 only)."""
+def test_corrupt_record_lost_and_damaged_files_on_hdfs(midway, reference, files):
+    """One finished job (the ``midway`` chain's, finished by its resume r3), harmed three ways
+    in turn, each followed by a resume: a corrupt record in its HDFS event segment (only that
+    record's partition runs again), a deleted output file, a damaged one (the same size, other
+    bytes: caught by the CRC32 only)."""
     from fullwindow.recovery.eventstore import decode_records
 
-    job = HdfsJob(tmp_path, "damage", hdfs.uri)
-    job.run("r1")
+    job = midway.job
     a, b = job.fingerprints()
 
-    [segment] = [n for n in files.listdir(f"{job.job_dir()}/events") if n.startswith("segment-")]
-    path = f"{job.job_dir()}/events/{segment}"
+    # the newest segment: the one of r3, the run that finished the job (a killed run's may
+    # end torn); it recorded B's partitions r1 had not committed, one at least
+    segments = sorted(n for n in files.listdir(f"{job.job_dir()}/events")
+                      if n.startswith("segment-"))
+    path = f"{job.job_dir()}/events/{segments[-1]}"
     data = files.read(path)
     events, problems = decode_records(data)
     assert not problems
@@ -143,28 +181,30 @@ def test_corrupt_record_lost_and_damaged_files_on_hdfs(tmp_path, reference, hdfs
     damaged = bytearray(data)
     damaged[record_offsets(data)[first_b] + 20] ^= 0xFF
     rewrite(files, path, bytes(damaged))
-    job.run("r2")
+    job.run("r4")
     assert job.output() == reference
     # the corrupt record alone was skipped: only its partition ran again
-    assert job.ran("B", "r2") == [lost] and job.ran("A", "r2") == []
+    assert job.ran("B", "r4") == [lost] and job.ran("A", "r4") == []
 
     def output_of(partition: int) -> str:
         return [e for e in job.events() if e["type"] == "taskFinished"
                 and e["fingerprint"] == b and e["partition"] == partition][-1]["path"]
 
     files.delete(output_of(2))
-    job.run("r3")
+    before = len(job.events())
+    job.run("r5")
     assert job.output() == reference
-    assert job.ran("A", "r3") == [] and job.ran("B", "r3") == [2]
-    assert any(e["type"] == "vertexReset" and e["partitions"] == [2] for e in job.events())
+    assert job.ran("A", "r5") == [] and job.ran("B", "r5") == [2]
+    assert any(e["type"] == "vertexReset" and e["partitions"] == [2]
+               for e in job.events()[before:])
 
     victim = output_of(1)
     data = bytearray(files.read(victim))
     data[len(data) // 2] ^= 0xFF
     rewrite(files, victim, bytes(data))  # same size, other bytes: caught by the CRC32 only
-    job.run("r4")
+    job.run("r6")
     assert job.output() == reference
-    assert job.ran("A", "r4") == [] and job.ran("B", "r4") == [1]
+    assert job.ran("A", "r6") == [] and job.ran("B", "r6") == [1]
 
 
 _TORN_WRITER = """
@@ -334,10 +374,10 @@ def test_a_driver_stopped_past_its_lease_is_fenced_on_hdfs(tmp_path, reference, 
         # the first driver holds the lease and has begun its run (its first event is written),
         # not merely made its lease file: stopped inside that create, it could not run at all
         wait_until(lambda: run_begun(files, job.job_dir()), 180, "the first driver's run began",
-                   first, lambda: job.log_text("r1"), every=0.3)
+                   first, lambda: job.log_text("r1"), every=0.5)
         os.killpg(first.pid, signal.SIGSTOP)
         wait_until(lambda: lease.read(files, job.job_dir())["state"] == "expired", timeout + 30,
-                   "the stopped driver's lease expired")
+                   "the stopped driver's lease expired", every=0.5)
         job.run("r2", lease_timeout=f"{timeout:g}s")
         assert job.output() == reference
         open(gate, "w").close()
