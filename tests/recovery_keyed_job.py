@@ -15,11 +15,15 @@ COMMIT_INPUT           "false": spark.fullwindow.recovery.commitShuffleInput=fal
 
 Stages: (K) keyed mapPartition over range(0, 4000) keyed by k = id % 13: per key count and sum;
 (C) coGroup of K's result with a small table keyed by k (26 rows, 2 per key); the final write.
+
+``operations`` (K and C) is also what the test runs in its own session, without recovery, for
+the reference rows and which partition each key is in (no MARKS there: no markers).
 """
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+if __name__ == "__main__":  # run as a driver (imported by the test: its own fullwindow)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import fullwindow  # noqa: E402
 from fullwindow import EndOfStreamWindows  # noqa: E402
@@ -29,6 +33,8 @@ from pyspark.sql import functions as F  # noqa: E402
 def mark(stage, key):
     from pyspark import TaskContext
 
+    if not os.environ.get("MARKS"):  # the test's own session
+        return
     tc = TaskContext.get()
     name = f"{stage}-{tc.partitionId()}-{key}-{os.environ['RUN']}-{tc.taskAttemptId()}"
     open(os.path.join(os.environ["MARKS"], name), "w").close()
@@ -66,6 +72,19 @@ def fc(key, left, right):
         yield (key, n, t, sum(ws), len(ws))
 
 
+def operations(spark, variant=None):
+    """K and C as DataFrames (C over K)."""
+    src = spark.range(0, 4000, numPartitions=4).select((F.col("id") % 13).alias("k"),
+                                                       (F.col("id") * 2).alias("v"))
+    k = src.keyBy("k").fullWindowPartition().mapPartition(
+        fk2 if variant == "2" else fk, "k long, n long, total long")
+    other = spark.range(0, 26, numPartitions=2).select((F.col("id") % 13).alias("k"),
+                                                       F.col("id").alias("w"))
+    c = (k.keyBy("k").coGroup(other.keyBy("k")).window(EndOfStreamWindows.get())
+         .apply(fc, "k long, n long, total long, wsum long, wn long"))
+    return k, c
+
+
 def main():
     conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true"}
@@ -86,14 +105,7 @@ def main():
             conf["spark.fullwindow.recovery.commitShuffleInput"] = os.environ["COMMIT_INPUT"]
     spark = fullwindow.session(master="local[2]", conf=conf, app_name="recovery-keyed-job")
     spark.sparkContext.setLogLevel("ERROR")
-    src = spark.range(0, 4000, numPartitions=4).select((F.col("id") % 13).alias("k"),
-                                                       (F.col("id") * 2).alias("v"))
-    k = src.keyBy("k").fullWindowPartition().mapPartition(
-        fk2 if os.environ.get("VARIANT") == "2" else fk, "k long, n long, total long")
-    other = spark.range(0, 26, numPartitions=2).select((F.col("id") % 13).alias("k"),
-                                                       F.col("id").alias("w"))
-    c = (k.keyBy("k").coGroup(other.keyBy("k")).window(EndOfStreamWindows.get())
-         .apply(fc, "k long, n long, total long, wsum long, wn long"))
+    _, c = operations(spark, os.environ.get("VARIANT"))
     c.write.mode("overwrite").parquet(os.environ["OUT"])
     print("JOB DONE", flush=True)
 

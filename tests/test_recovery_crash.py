@@ -55,15 +55,28 @@ def test_an_uninterrupted_run_without_recovery_writes_the_reference(tmp_path, re
     assert rows == reference
 
 
-def test_killed_during_the_upstream_stage(tmp_path, reference):
-    job = Job(tmp_path, "upstream")
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    """One job killed during the upstream stage A (some of A's partitions finished, none of B's)
+    and resumed to the end: what test_killed_during_the_upstream_stage asserts, read before
+    test_truncated_event_file_and_corrupt_record damages the job this leaves (its two runs' event
+    files) and resumes it again (issue 49: that test's own first run was a driver start of
+    ~15 CPU seconds that only set up a finished job)."""
+    job = Job(tmp_path_factory.mktemp("upstream"), "upstream")
     p = job.start("r1", slow=2.0)
     kill_when(p, lambda: len(job.finished(job.fingerprints()[0])) >= 1)
     a, b = job.fingerprints()
-    done_a = job.finished(a)
-    assert 1 <= len(done_a) < 4 and not job.finished(b)
+    done_a, done_b = job.finished(a), job.finished(b)
     job.run("r2")
-    assert job.output() == reference
+    # (A, B) again once B has run (at the kill B may have no vertex yet: b is None then)
+    return {"job": job, "done_a": done_a, "done_b": done_b, "output": job.output(),
+            "fingerprints": job.fingerprints()}
+
+
+def test_killed_during_the_upstream_stage(upstream, reference):
+    job, done_a = upstream["job"], upstream["done_a"]
+    assert 1 <= len(done_a) < 4 and not upstream["done_b"]
+    assert upstream["output"] == reference  # (r2's)
     # exactly the partitions of A that had not finished ran again
     assert job.ran("A", "r2") == sorted(PARTS - done_a)
     assert job.ran("B", "r2") == [0, 1, 2, 3]
@@ -130,13 +143,13 @@ def _segments(job: Job) -> list[str]:
     return sorted(os.path.join(d, n) for n in os.listdir(d) if n.startswith("segment-"))
 
 
-def test_truncated_event_file_and_corrupt_record(tmp_path, reference):
+def test_truncated_event_file_and_corrupt_record(upstream, reference):
+    """On the job test_killed_during_the_upstream_stage leaves finished: r1 (killed during A)
+    and r2 (resumed to the end) each wrote one event file; r2's, the last, is damaged."""
     from fullwindow.recovery.eventstore import EventStoreWarning, decode_records
 
-    job = Job(tmp_path, "damaged")
-    job.run("r1")
-    a, b = job.fingerprints()
-    [seg] = _segments(job)
+    job, (a, b) = upstream["job"], upstream["fingerprints"]
+    first, seg = _segments(job)  # one event file per run
     data = open(seg, "rb").read()
     events, problems = decode_records(data)
     assert not problems
@@ -154,21 +167,24 @@ def test_truncated_event_file_and_corrupt_record(tmp_path, reference):
     open(seg, "wb").write(bytes(damaged))
     with pytest.warns(EventStoreWarning):
         job_events(job.dir, job.name)
-    job.run("r2")
+    job.run("r3")
     assert job.output() == reference
+    # the finished events left: r1's (its file untouched) and r2's intact ones
+    left = decode_records(open(first, "rb").read())[0] + decode_records(bytes(damaged))[0]
     # events after the torn record are lost too (they were in the tail): B partitions without
     # an intact finished event ran again, the others did not
-    survived_b = {e["partition"] for e in decode_records(bytes(damaged))[0]
+    survived_b = {e["partition"] for e in left
                   if e["type"] == "taskFinished" and e["fingerprint"] == b}
     assert lost_b not in survived_b
-    survived_a = {e["partition"] for e in decode_records(bytes(damaged))[0]
+    survived_a = {e["partition"] for e in left
                   if e["type"] == "taskFinished" and e["fingerprint"] == a}
     assert survived_a == PARTS - {lost_a}  # the corrupt record alone was skipped
-    assert job.ran("B", "r2") == sorted(PARTS - survived_b)
+    assert job.ran("B", "r3") == sorted(PARTS - survived_b)
     # A lost one finished event, so it is not wholly recovered; but its only consumer, B, reads
-    # its committed shuffle input back (written by A's stage, its events intact), so A need not
-    # run at all (test_killed_during_the_upstream_stage has A partly done and B's input not)
-    assert job.ran("A", "r2") == []
+    # its committed shuffle input back (written by A's stage in r2, its events intact), so A
+    # need not run at all (test_killed_during_the_upstream_stage's r2 had A partly done and B's
+    # input not)
+    assert job.ran("A", "r3") == []
 
 
 def test_cleanup_removes_the_job_directory(tmp_path):

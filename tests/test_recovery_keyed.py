@@ -55,14 +55,46 @@ def keys_of(pairs, partitions) -> list[tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """An uninterrupted run without recovery: its rows and which partition each key is in."""
-    job = Job(tmp_path_factory.mktemp("reference"), "reference", recovery=False)
-    job.run("r1")
-    rows = job.output()
+def reference(spark):
+    """An uninterrupted run without recovery: its rows and which partition each key is in. The
+    job's own operations (tests/recovery_keyed_job.py ``operations``: K, then C over it) in the
+    test's session, with the job's partitioning settings (4 shuffle partitions, adaptive
+    execution on, no coalescing): a driver started only for it cost a JVM start (issue 49).
+    Each K and C call gives one row, so the rows of each operation with the partition they were
+    computed in are the (partition, key) pairs the job's markers name."""
+    from pyspark.sql import functions as F
+
+    from recovery_keyed_job import operations
+
+    assert spark.conf.get("spark.fullwindow.recovery.enabled", "false") != "true"
+    settings = {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true",
+                "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        k, c = operations(spark)
+        got = c.withColumn("p", F.spark_partition_id()).collect()  # C's rows, where computed
+        rows = sorted(tuple(r)[:-1] for r in got)
+        c_keys = sorted((r.p, r.k) for r in got)
+        k_keys = sorted((r.p, r.k) for r in
+                        k.select(F.spark_partition_id().alias("p"), "k").collect())
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
     assert len(rows) == 13 and sum(r[1] for r in rows) == 4000 and all(r[4] == 2 for r in rows)
-    k_keys, c_keys = job.ran("K", "r1"), job.ran("C", "r1")
-    assert len(k_keys) == 13 and len(c_keys) == 13  # each key once; 4 partitions (no coalescing)
+    # (k, n, total, wsum, wn): count and sum of v = 2 * id over the ids 0 to 3999 with
+    # id % 13 = k; the small table's w = k and k + 13
+    assert rows == sorted((k, len(range(k, 4000, 13)), sum(2 * i for i in range(k, 4000, 13)),
+                           2 * k + 13, 2) for k in range(13))
+    # each key once; 4 partitions (no coalescing)
+    assert sorted(key for _, key in k_keys) == list(range(13)) and {p for p, _ in k_keys} <= {
+        0, 1, 2, 3}
+    assert sorted(key for _, key in c_keys) == list(range(13)) and {p for p, _ in c_keys} <= {
+        0, 1, 2, 3}
     return rows, k_keys, c_keys
 
 
