@@ -76,6 +76,9 @@ def upstream(tmp_path_factory):
 def test_killed_during_the_upstream_stage(upstream, reference):
     job, done_a = upstream["job"], upstream["done_a"]
     assert 1 <= len(done_a) < 4 and not upstream["done_b"]
+    # (done_b is of B's fingerprint at the kill, which B may not have had yet: the markers say
+    # B's function had not run at all, its stage waiting for the whole of A)
+    assert job.ran("B", "r1") == []
     assert upstream["output"] == reference  # (r2's)
     # exactly the partitions of A that had not finished ran again
     assert job.ran("A", "r2") == sorted(PARTS - done_a)

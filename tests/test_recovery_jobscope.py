@@ -134,16 +134,19 @@ def test_an_uninterrupted_run_without_recovery_writes_the_reference(tmp_path, re
     assert rows == reference
 
 
-def killed_midway_and_resumed(job: Job, files=None) -> str:
+def killed_midway_and_resumed(job: Job, files=None, then_settings: str | None = None) -> str:
     """The plain job killed once 2 of its slow stage's 4 map outputs are kept, then resumed (here,
     and for the other stores and masters: tests/test_recovery_hdfs.py, _s3.py, _cluster.py):
     the slow stage ran in the first run; the output is exact; the join's shuffles are read back
     (A runs no task); only the missing map tasks run; the kept ones are placed as they are (no
     fallback to their rows in the log); the resumed slow shuffle is stable and says how many it
     reused. ``files``: the job directory's store (a Hadoop file system wrapper), where the kept
-    map outputs must be before the resume. Returns the slow shuffle's vertex."""
+    map outputs must be before the resume; ``then_settings``: how the resume gets its settings
+    (``Job.settings``; None: as the killed run). Returns the slow shuffle's vertex."""
     p = job.start("r1", slow=4.0)
     kill_when(p, lambda: len(job.finished(job.slow_shuffle())) >= 2)
+    if then_settings is not None:
+        job.settings = then_settings
     slow = job.slow_shuffle()
     done = job.finished(slow)
     assert 2 <= len(done) < len(PARTS), job.log("r1")[-3000:]
@@ -162,8 +165,10 @@ def killed_midway_and_resumed(job: Job, files=None) -> str:
 
 
 def _killed_midway(tmp_path, reference, aqe: str, settings: str = "submit") -> tuple[Job, str]:
+    """``settings``: how the killed run gets its settings; the runs after it get them from
+    spark-submit (a ``SPARK_CONF_DIR`` costs each driver the class-data archive: issue 49)."""
     job = Job(tmp_path, f"midway-{aqe}", aqe=aqe, settings=settings)
-    slow = killed_midway_and_resumed(job)
+    slow = killed_midway_and_resumed(job, then_settings="submit")
     # a third run: every shuffle kept whole, nothing upstream of the write runs
     job.run("r3")
     assert job.output() == reference
@@ -215,8 +220,9 @@ def test_killed_midway_through_a_map_stage(tmp_path, reference):
 
 
 def test_killed_midway_without_adaptive_execution(tmp_path, reference):
-    """As above with adaptive execution off, and the settings in ``spark-defaults.conf`` (a
-    ``SPARK_CONF_DIR``) rather than given to spark-submit."""
+    """As above with adaptive execution off, and the killed run's settings in
+    ``spark-defaults.conf`` (a ``SPARK_CONF_DIR``) rather than given to spark-submit: recovery
+    started from them alone, and kept the map outputs the resume reads back."""
     _killed_midway(tmp_path, reference, "false", settings="defaults")
 
 
