@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -53,6 +53,21 @@ def session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
     finally:
         for key in settings:
             spark.conf.unset(key)
+
+
+@contextlib.contextmanager
+def kept_conf(spark: Any, keys: Iterable[str]) -> Iterator[None]:
+    """The block may change ``keys`` of ``spark``'s runtime conf: after it each has its value
+    from before again (unset when it had none)."""
+    before = {key: spark.conf.get(key, None) for key in keys}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def is_connect(df: DataFrame) -> bool:

@@ -12,6 +12,7 @@ import traceback
 import pytest
 
 from conftest import ROOT
+from helpers import kept_conf
 
 DOCS = os.path.join(ROOT, "docs")
 NO_RUN = "<!-- no-run -->"
@@ -99,15 +100,8 @@ def test_a_failing_block_names_its_page_and_line(tmp_path, spark):
 
 @pytest.mark.parametrize("page", pages())
 def test_page(page, spark):
-    before = {key: spark.conf.get(key, None) for key in _RUNTIME_KEYS}
-    try:
+    with kept_conf(spark, _RUNTIME_KEYS):
         run_page(page, spark)
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def test_site_builds_strictly_without_warnings(tmp_path):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fullwindow.recovery import job_events
-from helpers import RecoveryJob, kill_when
+from helpers import RecoveryJob, kept_conf, kill_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "tests", "recovery_keyed_job.py")
@@ -69,22 +69,15 @@ def reference(spark):
     assert spark.conf.get("spark.fullwindow.recovery.enabled", "false") != "true"
     settings = {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "true",
                 "spark.sql.adaptive.coalescePartitions.enabled": "false"}
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
+    with kept_conf(spark, settings):
+        for key, value in settings.items():
+            spark.conf.set(key, value)
         k, c = operations(spark)
         got = c.withColumn("p", F.spark_partition_id()).collect()  # C's rows, where computed
         rows = sorted(tuple(r)[:-1] for r in got)
         c_keys = sorted((r.p, r.k) for r in got)
         k_keys = sorted((r.p, r.k) for r in
                         k.select(F.spark_partition_id().alias("p"), "k").collect())
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
     assert len(rows) == 13 and sum(r[1] for r in rows) == 4000 and all(r[4] == 2 for r in rows)
     # (k, n, total, wsum, wn): count and sum of v = 2 * id over the ids 0 to 3999 with
     # id % 13 = k; the small table's w = k and k + 13
