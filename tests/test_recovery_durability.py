@@ -3,7 +3,10 @@
 every committed file its events name (operator outputs, committed map outputs, and the map
 outputs of each shuffle the default scope keeps) the trace must show, in this order: an fsync of
 the temporary file, the rename to the final name, an fsync of the directory holding it, and only
-then the fsync of the event segment that records it."""
+then the fsync of the event segment that records it. A kept map output is a hard link to Spark's
+shuffle file made at its final name (no temporary name) that the driver syncs, file then
+directory, before it records the event: there the trace must show the fsync of the final name
+instead of the first two."""
 from __future__ import annotations
 
 import os
@@ -39,6 +42,12 @@ with warnings.catch_warnings():
 paths = [e[k] for e in events if e["type"] == "taskFinished" for k in ("path", "indexPath")
          if k in e]
 print("PATHS " + json.dumps(paths), flush=True)
+# the driver's sync thread (a thread's name as the kernel keeps it: its first 15 characters)
+jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+for tid in os.listdir(f"/proc/{jvm}/task"):
+    with open(f"/proc/{jvm}/task/{tid}/comm") as f:
+        if f.read().strip() == "fullwindow-reco":
+            print("SYNCER " + tid, flush=True)
 """
 
 # strace -y prints an fd with its path: fsync(37</tmp/x/.part-1.tmp>) = 0
@@ -63,6 +72,7 @@ def test_committed_files_are_synced_before_their_events(tmp_path):
     import json
 
     paths = [_local(p) for p in json.loads(r.stdout.split("PATHS ", 1)[1].splitlines()[0])]
+    syncer = r.stdout.split("SYNCER ", 1)[1].split()[0] if "SYNCER " in r.stdout else None
     # outputs of both partitions (.data and .index of each map output, and each part file),
     # and the map outputs of the count's shuffle, which the default scope (the whole job) keeps
     assert len([p for p in paths if "/operators/" in p]) == 6, paths
@@ -71,20 +81,32 @@ def test_committed_files_are_synced_before_their_events(tmp_path):
     for line in open(trace):
         m = CALL.match(line)
         if m and m.group(4) == "0":
-            calls.append((m.group(2), m.group(3)))
+            calls.append((m.group(2), m.group(3), m.group(1)))
 
     def first(pred, after=-1):
         return next((i for i, c in enumerate(calls) if i > after and pred(c)), None)
 
+    linked = []
     for path in paths:
         d, name = os.path.split(path)
         tmp = os.path.join(d, f".{name}.tmp")
         synced = first(lambda c: c[0] in ("fsync", "fdatasync") and f"<{tmp}>" in c[1])
-        assert synced is not None, f"the temporary file of {path} was never synced"
-        renamed = first(lambda c: c[0].startswith("rename") and f'"{tmp}"' in c[1]
-                        and f'"{path}"' in c[1], synced)
-        assert renamed is not None, f"{path}: no rename after the temporary file's fsync"
+        if synced is not None:  # written under a temporary name, then renamed
+            renamed = first(lambda c: c[0].startswith("rename") and f'"{tmp}"' in c[1]
+                            and f'"{path}"' in c[1], synced)
+            assert renamed is not None, f"{path}: no rename after the temporary file's fsync"
+        else:  # a map output hard-linked at its final name: the driver syncs it by that name
+            renamed = first(lambda c: c[0] in ("fsync", "fdatasync") and f"<{path}>" in c[1])
+            assert renamed is not None, f"{path} was never synced"
+            # by the driver's sync thread: no task waited on the disk
+            assert calls[renamed][2] == syncer, (path, calls[renamed], syncer)
+            linked.append(path)
         dir_synced = first(lambda c: c[0] == "fsync" and c[1].endswith(f"<{d}>"), renamed)
-        assert dir_synced is not None, f"{path}: its directory was not synced after the rename"
+        assert dir_synced is not None, f"{path}: its directory was not synced after its file"
         recorded = first(lambda c: c[0] == "fsync" and "/events/segment-" in c[1], dir_synced)
         assert recorded is not None, f"{path}: no event-segment fsync after it was made durable"
+    # every kept map output (a hard link to Spark's shuffle file) took the driver's sync, the
+    # operators' part files the temporary name
+    assert all(p.endswith((".data", ".index")) for p in linked), linked
+    assert [p for p in paths if "/shuffles/" in p and p not in linked] == [], (linked, paths)
+    assert [p for p in paths if p not in linked], f"no file took a temporary name: {paths}"

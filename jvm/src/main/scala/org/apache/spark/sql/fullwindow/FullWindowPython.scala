@@ -264,10 +264,14 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /**
    * The job events queued since the last call, as JSON texts one per line (one string: py4j
    * would fetch each element of an array in a call of its own); first waits up to `waitMs` for
-   * the listener bus to deliver what is pending (0: do not wait).
+   * the listener bus to deliver what is pending, then for the events whose kept files the
+   * driver syncs first (0: do not wait).
    */
   def drainRecoveryEvents(spark: SparkSession, waitMs: Long): String = {
-    if (waitMs > 0) FullWindowRecoveryListener.waitForListenerBus(spark.sparkContext, waitMs)
+    if (waitMs > 0) {
+      FullWindowRecoveryListener.waitForListenerBus(spark.sparkContext, waitMs)
+      FullWindowRecoveryListener.awaitSynced()  // the events waiting for their files' sync
+    }
     FullWindowRecoveryListener.drain().mkString("\n")
   }
 

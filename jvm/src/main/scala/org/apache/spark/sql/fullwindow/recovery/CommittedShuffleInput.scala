@@ -151,18 +151,34 @@ object CommittedShuffleInput {
     MapStatus(SparkEnv.get.blockManager.shuffleServerId, lengths, mapId)
   }
 
-  final case class Placed(path: String, bytes: Long, crc: Long)
+  /** A placed file: its qualified path, size and CRC32, and, when it was hard-linked at its
+    * final name without being synced ([[place]]'s `unsyncedLink`), that local file. */
+  final case class Placed(path: String, bytes: Long, crc: Long, unsynced: Option[File] = None)
 
   /**
    * Places the local file `local` (absent: an empty file) at `target` under the recovery
    * directory: hard-linked when that is on the same local file system, copied otherwise; written
    * under a temporary name first, then renamed (on an object store: copied in place, visible only
    * whole). Returns its size and CRC32.
+   *
+   * With `unsyncedLink`, a file that can be hard-linked is linked at its final name directly (a
+   * link shows the whole, closed file at once: no temporary name is needed) and not synced: the
+   * caller has the driver sync it and its directory before any event names it
+   * ([[FullWindowRecoveryListener.afterSync]]), so that the task does not wait on the disk.
    */
-  def place(local: File, target: Path, hadoopConf: Configuration): Placed = {
+  def place(local: File, target: Path, hadoopConf: Configuration,
+      unsyncedLink: Boolean = false): Placed = {
     val (bytes, crc) = checksum(local)
     val fs = CommittedRows.fileSystem(target, hadoopConf)
     val temp = new Path(target.getParent, "." + target.getName + ".tmp")
+    val linked = DurableCommit.localFile(fs, target).filter { dest =>
+      unsyncedLink && local.exists() && {
+        Files.createDirectories(dest.toPath.getParent)
+        try { Files.createLink(dest.toPath, local.toPath); true }
+        catch { case _: IOException | _: UnsupportedOperationException => false }
+      }
+    }
+    if (linked.isDefined) return Placed(fs.makeQualified(target).toString, bytes, crc, linked)
     DurableCommit.localFile(fs, temp) match {
       case Some(tmpFile) =>
         val tmp = tmpFile.toPath
@@ -262,15 +278,19 @@ class CommittingShuffleWriteProcessor(
               java.util.UUID.randomUUID().toString.take(8)
             val dir = inputDir.stripSuffix("/")
             val hadoopConf = conf.value.value
+            // hard links are synced by the driver before it records the event (the task does
+            // not wait on the disk); a copy is synced here
             val data = CommittedShuffleInput.place(resolver.getDataFile(dep.shuffleId, mapId),
-              new Path(s"$dir/$name.data"), hadoopConf)
-            val idx = CommittedShuffleInput.place(index, new Path(s"$dir/$name.index"), hadoopConf)
+              new Path(s"$dir/$name.data"), hadoopConf, unsyncedLink = true)
+            val idx = CommittedShuffleInput.place(index, new Path(s"$dir/$name.index"),
+              hadoopConf, unsyncedLink = true)
             val esc = FullWindowRecoveryListener.escape _
-            acc.add(s"""{"type":"taskFinished","fingerprint":"${esc(vertex)}",""" +
+            acc.add(FullWindowRecoveryListener.afterSync(data.unsynced.toSeq ++ idx.unsynced,
+              s"""{"type":"taskFinished","fingerprint":"${esc(vertex)}",""" +
               s""""operator":"${esc(operator)}","partition":$mapIndex,"layout":"${esc(layout)}",""" +
               s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
               s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
-              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}$extraJson""")
+              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}$extraJson"""))
           }
         } catch {
           case NonFatal(e) =>

@@ -1,10 +1,14 @@
 package org.apache.spark.sql.fullwindow.recovery
 
-import java.util.concurrent.ConcurrentLinkedQueue
+import java.io.File
+import java.util.concurrent.{ConcurrentLinkedQueue, LinkedBlockingQueue}
 
+import scala.collection.mutable
 import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkContext, Success}
+import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 
 /**
@@ -30,12 +34,14 @@ class FullWindowRecoveryListener extends SparkListener {
                 else s"""{"executorRunTime":${m.executorRunTime},"recordsRead":${m.inputMetrics.recordsRead},""" +
                   s""""shuffleRecordsRead":${m.shuffleReadMetrics.recordsRead},""" +
                   s""""peakExecutionMemory":${m.peakExecutionMemory}}"""
-              // entry is a JSON object without its closing brace: add what only the driver knows
+              // entry is a JSON object without its closing brace (after the local files the
+              // driver syncs before the event, if any): add what only the driver knows
+              val (unsynced, json) = FullWindowRecoveryListener.unsyncedFiles(entry.toString)
               FullWindowRecoveryListener.post(
-                s"""$entry,"attempt":${info.attemptNumber},"taskId":${info.taskId},""" +
+                s"""$json,"attempt":${info.attemptNumber},"taskId":${info.taskId},""" +
                   s""""stageId":${end.stageId},"stageAttempt":${end.stageAttemptId},""" +
                   s""""executor":"${FullWindowRecoveryListener.escape(info.executorId)}",""" +
-                  s""""metrics":$metrics}""")
+                  s""""metrics":$metrics}""", unsynced)
             }
           case _ =>
         }
@@ -53,10 +59,113 @@ object FullWindowRecoveryListener {
   /** Notified whenever an event is queued (see [[awaitEvents]]). */
   private val queued = new Object
 
-  def post(eventJson: String): Unit = {
-    queue.add(eventJson)
+  /**
+   * Queues `eventJson` for the Python side, after syncing `syncFirst` (files on the driver's
+   * local file system that a task placed without syncing them, see [[afterSync]]): their
+   * content, then their directories' entries, on a thread of its own, so that no task waits on
+   * the disk. Every event keeps its order: while an event waits for its files, the events posted
+   * after it wait behind it. An event whose files cannot be synced (not on this machine's file
+   * system) is dropped with a warning: its map output is not kept, and a later run computes it.
+   */
+  def post(eventJson: String, syncFirst: Seq[File] = Nil): Unit = {
+    val direct = order.synchronized {
+      if (unsyncedEvents == 0 && syncFirst.isEmpty) true
+      else {
+        unsyncedEvents += 1
+        toSync.add((eventJson, syncFirst))
+        if (syncer == null) syncer = startSyncer()
+        false
+      }
+    }
+    if (direct) {
+      queue.add(eventJson)
+      queued.synchronized(queued.notifyAll())
+    }
+  }
+
+  /** Guards [[unsyncedEvents]]: the events handed to the sync thread and not yet queued. */
+  private val order = new Object
+  private var unsyncedEvents = 0
+  private val toSync = new LinkedBlockingQueue[(String, Seq[File])]()
+  @volatile private var syncer: Thread = _
+
+  private def startSyncer(): Thread = {
+    val t = new Thread(() => syncLoop(), "fullwindow-recovery-sync")
+    t.setDaemon(true)
+    t.start()
+    t
+  }
+
+  /** Takes every waiting event, syncs their files (each once) and then their directories (each
+   * once), and queues the events in order. */
+  private def syncLoop(): Unit = while (true) {
+    val batch = new java.util.ArrayList[(String, Seq[File])]()
+    batch.add(toSync.take())
+    toSync.drainTo(batch)
+    val failed = mutable.Set.empty[File]
+    val dirs = mutable.LinkedHashSet.empty[File]
+    batch.asScala.foreach { case (_, files) =>
+      files.foreach { f =>
+        try {
+          DurableCommit.force(f, directory = false)
+          dirs += f.getAbsoluteFile.getParentFile
+        } catch {
+          case NonFatal(e) =>
+            failed += f
+            Log.warn(s"fullwindow recovery: could not sync the kept file $f on the driver; " +
+              s"its map output is not kept (${e.getMessage})")
+        }
+      }
+    }
+    val failedDirs = dirs.filter { d =>
+      try { DurableCommit.force(d, directory = true); false }
+      catch {
+        case NonFatal(e) =>
+          Log.warn(s"fullwindow recovery: could not sync directory $d on the driver; " +
+            s"the map outputs in it are not kept (${e.getMessage})")
+          true
+      }
+    }
+    order.synchronized {
+      batch.asScala.foreach { case (json, files) =>
+        if (!files.exists(f => failed(f) || failedDirs(f.getAbsoluteFile.getParentFile))) {
+          queue.add(json)
+        }
+      }
+      unsyncedEvents -= batch.size
+      order.notifyAll()
+    }
     queued.synchronized(queued.notifyAll())
   }
+
+  /** Waits until every event posted so far is queued (its files synced or found missing). */
+  def awaitSynced(): Unit = order.synchronized {
+    while (unsyncedEvents > 0) order.wait(1000)
+  }
+
+  private object Log extends Logging {
+    def warn(msg: String): Unit = logWarning(msg)
+  }
+
+  private val UnsyncedMark = "unsynced\t"  // a JSON entry starts with "{"
+
+  /**
+   * What a task reports for an event whose local files it placed without syncing them: the
+   * files, then the event's JSON (the driver syncs them before it records the event, see
+   * [[post]]).
+   */
+  def afterSync(files: Seq[File], entry: String): String =
+    if (files.isEmpty) entry
+    else UnsyncedMark + files.map(_.getAbsolutePath).mkString("\t") + "\n" + entry
+
+  /** The files and the JSON of a task's report (see [[afterSync]]). */
+  def unsyncedFiles(entry: String): (Seq[File], String) =
+    if (!entry.startsWith(UnsyncedMark)) (Nil, entry)
+    else {
+      val nl = entry.indexOf('\n')
+      (entry.substring(UnsyncedMark.length, nl).split('\t').toSeq.map(new File(_)),
+        entry.substring(nl + 1))
+    }
 
   /**
    * Waits up to `timeoutMs` until an event is queued; true if one is. The events stay queued
