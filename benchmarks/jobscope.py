@@ -29,12 +29,20 @@ the job's recovery (reading what the killed run kept) included. Bar: resumed / u
 (issue 48). The resumed output must equal the uninterrupted one (row count and a checksum), or the
 round is INVALID.
 
+``--recovery-root hdfs`` or ``s3`` runs part **overhead** with the job's directory on a real
+HDFS (tests/hdfs.MiniHDFS) or a real S3 API server (moto, tests/s3.MotoS3), each its own
+process on 127.0.0.1, started for the run; the parts are recorded as ``overhead_hdfs`` and
+``overhead_s3``. There each kept map output is copied to the store by its map task: beside the
+ratio, the table gives how long the map tasks spent keeping their outputs (the ``commitMs`` of
+their task-finished events) against their whole run time.
+
 Results go to ``benchmarks/jobscope.json`` and to ``benchmarks/notes/jobscope.md`` (then
 RESULTS.md is rendered again).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -59,6 +67,8 @@ BEGIN = "<!-- jobscope.py: begin (generated, do not edit) -->"
 END = "<!-- jobscope.py: end -->"
 OVERHEAD_BAR = 1.10
 RESUME_BAR = 0.6
+REMOTE_PARTS = ("overhead_hdfs", "overhead_s3")
+PARTS = ("overhead", "resume", *REMOTE_PARTS)
 DIM_FILES = 2
 DEFAULTS = {"rows": 16_000_000, "partitions": 8, "keys": 200_000, "groups": 4_000_000,
             "resume_rounds": 3, "overhead_rounds": 3}
@@ -179,6 +189,20 @@ def _kept(job_dir: str, spark_files: dict[int, int]) -> dict[str, Any]:
     return {"files": files, "bytes": nbytes, "linked_bytes": linked, "event_bytes": events}
 
 
+def _kept_remote(finished: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``_kept`` gives, from the task-finished events of a job directory on a remote store
+    (copies: nothing there is a link to Spark's files); the events' own bytes are not known."""
+    return {"files": 2 * len(finished),
+            "bytes": sum(e.get("bytes", 0) + e.get("indexBytes", 0) for e in finished),
+            "linked_bytes": 0, "event_bytes": 0}
+
+
+def _store_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The session settings that reach the job directory's store (S3: moto's endpoint and keys,
+    the S3A jars for executors; the driver gets the jars from the parent's environment)."""
+    return json.loads(args.store_conf) if args.store_conf else {}
+
+
 # ---- child processes ---------------------------------------------------------------------------
 
 def _child_run(args: argparse.Namespace) -> int:
@@ -216,11 +240,12 @@ def _child_overhead(args: argparse.Namespace) -> int:
         shutil.rmtree(base, ignore_errors=True)
         local_dir = os.path.join(base, "spark-local")
         os.makedirs(local_dir)
-        spark = child["spark"] = _session(args, "overhead", {"spark.local.dir": local_dir})
+        spark = child["spark"] = _session(args, "overhead", {"spark.local.dir": local_dir,
+                                                             **_store_conf(args)})
         res["machine"] = _machine(spark)
         jvm = spark.sparkContext._jvm
         jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
-        rdir = os.path.join(base, "state")
+        rdir = args.recovery_dir or os.path.join(base, "state")
         res["loadavg_start"] = list(os.getloadavg())
         total = args.warmup + args.overhead_rounds
         for r in range(total):
@@ -254,12 +279,18 @@ def _child_overhead(args: argparse.Namespace) -> int:
                     run["jvm_process_cpu_s"] = cpu1[0] - cpu0[0]
                     run["python_workers_cpu_s"] = cpu1[1] - cpu0[1]
                 if variant == "on":
-                    run["kept"] = _kept(os.path.join(rdir, job_id), new)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        evs = fullwindow.recovery.job_events(rdir, job_id)
+                        evs = fullwindow.recovery.job_events(rdir, job_id, spark)
+                    finished = [e for e in evs if e.get("type") == "taskFinished"]
+                    run["kept"] = (_kept(os.path.join(rdir, job_id), new)
+                                   if args.recovery_root == "local" else _kept_remote(finished))
                     run["events"] = len(evs)
-                    run["map_tasks_kept"] = sum(e.get("type") == "taskFinished" for e in evs)
+                    run["map_tasks_kept"] = len(finished)
+                    # what keeping the outputs cost the map tasks: their time in it, of their run
+                    run["commit_s"] = sum(e.get("commitMs", 0) for e in finished) / 1000
+                    run["map_run_s"] = sum((e.get("metrics") or {}).get("executorRunTime", 0)
+                                           for e in finished) / 1000
                     fullwindow.recovery.cleanup(spark)  # closes the job's store, deletes it
                     spark.conf.set("spark.fullwindow.recovery.enabled", "false")
                 if r == total - 1 or r == 0:
@@ -280,7 +311,7 @@ def _child_cmd(args: argparse.Namespace, mode: str, child_json: str, extra: list
             child_json, "--rows", str(args.rows), "--partitions", str(args.partitions),
             "--keys", str(args.keys), "--groups", str(args.groups), "--out-dir",
             args.out_dir, "--warmup", str(args.warmup), "--overhead-rounds",
-            str(args.overhead_rounds), *extra]
+            str(args.overhead_rounds), "--recovery-root", args.recovery_root, *extra]
 
 
 def _shuffle_events(rdir: str, job_id: str) -> list[dict[str, Any]]:
@@ -386,6 +417,10 @@ def summarize_overhead(res: dict[str, Any]) -> dict[str, Any]:
     res["event_bytes"] = statistics.median(x["kept"]["event_bytes"] for x in on)
     res["shuffle_bytes"] = statistics.median(x["shuffle_bytes"] for x in on)
     res["map_tasks_kept"] = statistics.median(x["map_tasks_kept"] for x in on)
+    if all("commit_s" in x for x in on):
+        res["commit_s"] = _stats([x["commit_s"] for x in on])
+        res["commit_share"] = _stats([x["commit_s"] / x["map_run_s"] for x in on
+                                      if x.get("map_run_s")])
     outs = [x["output"] for x in res["runs"] if "output" in x]
     res["outputs_equal"] = bool(outs) and all(o == outs[0] for o in outs)
     res["status"] = ("INVALID" if not res["outputs_equal"] else
@@ -393,37 +428,76 @@ def summarize_overhead(res: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
-def _overhead_part(args: argparse.Namespace) -> dict[str, Any]:
+def _overhead_part(args: argparse.Namespace, store: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """The overhead child; ``store`` (a remote job directory, see ``_start_store``): its
+    ``dir``, the child's extra settings ``conf`` and environment ``env``."""
     cj = child_json_path(args.out_dir, "jobscope-overhead-")
-    proc = subprocess.run(_child_cmd(args, "overhead", cj, []), cwd=ROOT,
-                          start_new_session=True)
+    extra = [] if store is None else ["--recovery-dir", store["dir"],
+                                      "--store-conf", json.dumps(store["conf"])]
+    proc = subprocess.run(_child_cmd(args, "overhead", cj, extra), cwd=ROOT,
+                          start_new_session=True,
+                          env={**os.environ, **(store or {}).get("env", {})})
     res = read_child_json(cj)
     res["exit_code"] = proc.returncode
+    res.update(rows=args.rows, partitions=args.partitions, keys=args.keys, groups=args.groups,
+               recovery_root=args.recovery_root)
     return summarize_overhead(res)
+
+
+def _start_store(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """A real HDFS or S3 API server for the job directory (--recovery-root hdfs|s3), stopped
+    when ``stack`` closes."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    if args.recovery_root == "hdfs":
+        from hdfs import MiniHDFS
+        hdfs = MiniHDFS().start()
+        stack.callback(hdfs.stop)
+        _log(f"recovery directory on HDFS: {hdfs.uri}/fw-bench")
+        return {"dir": f"{hdfs.uri}/fw-bench", "conf": {}, "env": {}}
+    from s3 import MotoS3
+    moto = MotoS3().start()
+    stack.callback(moto.stop)
+    bucket = moto.make_bucket("fw-bench")  # s3a://fw-bench
+    _log(f"recovery directory on S3 (moto, {moto.endpoint}): {bucket}/jobs")
+    return {"dir": f"{bucket}/jobs", "conf": moto.conf(), "env": moto.driver_env()}
+
+
+WHERE = {"overhead": "the local disk", "overhead_hdfs": "HDFS (a NameNode and a DataNode "
+         "in one process on 127.0.0.1, tests/hdfs.py)", "overhead_s3": "S3 (moto's server "
+         "process on 127.0.0.1 through S3A, tests/s3.py)"}
+
+
+def _sizes(r: dict[str, Any]) -> str:
+    return (f"{r['rows']:,} facts rows of 4 columns in {r['partitions']} Parquet files joined "
+            f"with {r['keys']:,} dims rows by a shuffle join, grouped into {r['groups']:,} "
+            f"groups, written as Parquet; {r['partitions']} shuffle partitions")
 
 
 def _markdown(record: dict[str, Any]) -> str:
     m = record.get("machine") or {}
     lines = [BEGIN,
-             f"**Whole-job recovery** (`scope=job`; {record['rows']:,} facts rows of 4 columns "
-             f"in {record['partitions']} Parquet files joined with {record['keys']:,} dims rows "
-             f"by a shuffle join, grouped into {record['groups']:,} groups, written as Parquet; "
-             f"{record['partitions']} shuffle partitions, `local[2]`, recovery directory on the "
-             f"local disk; {m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB RAM). "
+             f"**Whole-job recovery** (`scope=job`; {_sizes(record)}, `local[2]`, recovery "
+             f"directory on the local disk unless said; {m.get('cores', '?')} cores, "
+             f"{m.get('memory_gib', '?')} GiB RAM). "
              f"commit {m.get('commit', '?')}" + (" plus uncommitted changes"
                                                   if m.get("worktree_dirty") else "")
              + ". Produced by: " + "; ".join(
                  f"{n}: `{record[n].get('command', record['command'])}` on "
                  f"{record[n].get('date', record['date'])}"
-                 for n in ("overhead", "resume") if n in record) + ".", "",
+                 for n in PARTS if n in record) + ".", "",
              "| bar | measured | rounds | status |", "|---|---|---|---|"]
-    ov, rs = record.get("overhead"), record.get("resume")
-    if ov and "on_off_ratio" in ov:
-        lines.append(f"| recovery on / off ≤ {OVERHEAD_BAR:.2f}× | "
-                     f"{_fr(ov['on_off_ratio'], digits=3)} | {ov['on_s']['n']} | "
-                     f"{ov['status']} |")
-    elif ov:
-        lines.append(f"| recovery on / off ≤ {OVERHEAD_BAR:.2f}× | – | – | {ov.get('status')} |")
+    overheads = [(n, record[n]) for n in ("overhead", *REMOTE_PARTS) if n in record]
+    rs = record.get("resume")
+    for name, ov in overheads:
+        where = "" if name == "overhead" else f", job directory on {name.split('_')[1].upper()}"
+        bar = (f"recovery on / off ≤ {OVERHEAD_BAR:.2f}×" if name == "overhead" else
+               f"(recovery on / off{where}: measured, no bar)")
+        if "on_off_ratio" in ov:
+            lines.append(f"| {bar} | {_fr(ov['on_off_ratio'], digits=3)} | {ov['on_s']['n']} | "
+                         f"{ov['status'] if name == 'overhead' else '–'} |")
+        else:
+            lines.append(f"| {bar} | – | – | {ov.get('status')} |")
     if rs:
         lines.append(f"| resumed / uninterrupted job time ≤ {RESUME_BAR}× | "
                      f"{_fr(rs.get('job_ratio'))} | {rs.get('valid_rounds')} of "
@@ -431,21 +505,33 @@ def _markdown(record: dict[str, Any]) -> str:
         lines.append(f"| (job CPU time, not the bar) | {_fr(rs.get('cpu_ratio'))} | "
                      f"{rs.get('valid_rounds')} | – |")
     lines.append("")
-    if ov and "on_s" in ov:
+    for name, ov in overheads:
+        if "on_s" not in ov:
+            continue
         shuffle = ov["shuffle_bytes"] or 1
+        kept = (f"{_fmt_bytes(ov['kept_bytes'])} of kept map outputs for "
+                f"{_fmt_bytes(ov['shuffle_bytes'])} of shuffle files Spark wrote "
+                f"({ov['kept_bytes'] / shuffle:.2f}×), of which "
+                f"{_fmt_bytes(ov['linked_bytes'])} are hard links to Spark's own files (no "
+                f"second copy on the disk)" if name == "overhead" else
+                f"{_fmt_bytes(ov['kept_bytes'])} of kept map outputs copied to the store for "
+                f"{_fmt_bytes(ov['shuffle_bytes'])} of shuffle files Spark wrote")
         lines += [
-            f"Overhead: recovery off {_fr(ov['off_s'], ' s')}, on {_fr(ov['on_s'], ' s')} "
+            (f"Overhead, job directory on {WHERE[name]} ({_sizes(ov)})" if name != "overhead"
+             else "Overhead")
+            + f": recovery off {_fr(ov['off_s'], ' s')}, on {_fr(ov['on_s'], ' s')} "
             f"(one session, {ov.get('warmup', 1)} warm-up pair, then pairs alternating which goes "
             "first; per-pair ratios "
             + " ".join(f"{b['time_s'] / a['time_s']:.3f}" for a, b in zip(
                 [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "off"],
                 [x for x in ov["runs"] if not x["warmup"] and x["variant"] == "on"]))
-            + "). The job directory per run (medians): "
-            f"{_fmt_bytes(ov['kept_bytes'])} of kept map outputs for "
-            f"{_fmt_bytes(ov['shuffle_bytes'])} of shuffle files Spark wrote "
-            f"({ov['kept_bytes'] / shuffle:.2f}×), of which {_fmt_bytes(ov['linked_bytes'])} "
-            "are hard links to Spark's own files (no second copy on the disk); "
-            f"{ov['map_tasks_kept']:.0f} map tasks kept; events {_fmt_bytes(ov['event_bytes'])}.",
+            + f"). The job directory per run (medians): {kept}; "
+            f"{ov['map_tasks_kept']:.0f} map tasks kept"
+            + (f"; events {_fmt_bytes(ov['event_bytes'])}" if ov.get("event_bytes") else "")
+            + "."
+            + (f" The map tasks spent {_fr(ov['commit_s'], ' s')} a run keeping their outputs "
+               f"({_fr(ov['commit_share'], digits=3)} of their run time)."
+               if ov.get("commit_s") else ""),
             ""]
     if rs:
         lines += [f"Resume rounds (killed when {rs['kill_at_maps']} of the job's "
@@ -483,7 +569,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", default=DEFAULT_OUT)
     p.add_argument("--no-record", action="store_true",
                    help="print only; do not write jobscope.json and notes/jobscope.md")
-    for hidden in ("child", "child-json", "job-id", "recovery-dir", "output"):
+    p.add_argument("--recovery-root", choices=("local", "hdfs", "s3"), default="local",
+                   help="where the job directory is (hdfs, s3: a real HDFS or S3 API server "
+                        "started for the run, part overhead only; recorded as overhead_hdfs "
+                        "or overhead_s3)")
+    for hidden in ("child", "child-json", "job-id", "recovery-dir", "output", "store-conf"):
         p.add_argument(f"--{hidden}", help=argparse.SUPPRESS)
     p.add_argument("--machine", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
@@ -509,6 +599,14 @@ def main(argv: list[str] | None = None) -> int:
                               "partitions": args.partitions, "keys": args.keys,
                               "groups": args.groups}
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
+    if args.recovery_root != "local":
+        if parts != ["overhead"]:
+            p.error("--recovery-root hdfs|s3 runs part overhead only (--parts overhead)")
+        name = f"overhead_{args.recovery_root}"
+        with contextlib.ExitStack() as stack:
+            record[name] = _overhead_part(args, _start_store(args, stack))
+        record["machine"] = record[name].get("machine")
+        parts = [name]
     if "overhead" in parts:
         record["overhead"] = _overhead_part(args)
         record["machine"] = record["overhead"].get("machine")
@@ -522,8 +620,9 @@ def main(argv: list[str] | None = None) -> int:
         with open(JSON_PATH) as f:
             old = json.load(f)
         same = all(old.get(k) == record[k] for k in ("rows", "partitions", "keys", "groups"))
-        for name in ("overhead", "resume"):
-            if name not in record and name in old and same:
+        for name in PARTS:
+            # a remote store's part records its own sizes: kept whatever this run's are
+            if name not in record and name in old and (same or name in REMOTE_PARTS):
                 record[name] = {**old[name], "command": old[name].get("command", old["command"]),
                                 "date": old[name].get("date", old["date"])}
                 record.setdefault("machine", old.get("machine"))
@@ -537,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
         record_standalone(JSON_PATH, record, NOTES_PATH, BEGIN, END, text, RESULTS_MD)
         _log(f"recorded in {os.path.relpath(JSON_PATH, ROOT)} and "
              f"{os.path.relpath(NOTES_PATH, ROOT)}")
-    bad = [record[n].get("status") for n in ("overhead", "resume") if n in record]
+    bad = [record[n].get("status") for n in PARTS if n in record]
     return 1 if any(s in ("INVALID", "FAIL") for s in bad) else 0
 
 

@@ -306,10 +306,10 @@ def partitioned(tmp_path_factory) -> str:
 def test_dynamic_partition_pruning(spark, tmp_path, partitioned):
     """The table joined with a filtered dimension (p % 3 = 1: 3 of its 10 partitions read),
     pruned at run time (dynamicpruning in the scan); the crash in the map stage of the
-    aggregation above the join. The resume's rows are exact. Today the aggregation's shuffle is
-    not reused: a pruned scan's shuffle gets another fingerprint in each run (the same query
-    run twice without a crash is not read back either, while it is with pruning off), so it is
-    computed again whole, never mixed with the crashed run's kept map output."""
+    aggregation above the join. The resume's rows are exact, and the aggregation's shuffle over
+    the pruned scan has the fingerprint it had (the pruning subquery's plan, whose hash varies
+    from run to run, no longer decides the order the scan's filters print in): it is partly
+    reused, only its missing map tasks run."""
     settings = {**BROADCAST, "spark.sql.optimizer.dynamicPartitionPruning.enabled": "true"}
     with _job(spark, tmp_path, "dpp", settings) as job:
         def build():
@@ -329,19 +329,16 @@ def test_dynamic_partition_pruning(spark, tmp_path, partitioned):
         assert rows == [(p, sum(3 * i for i in range(p, ROWS, 10)), ROWS // 10, ROWS - 10 + p)
                         for p in (1, 4, 7)]
         assert "dynamicpruning" in plan, plan
-        [resumed] = _shuffles(new)
-        fp = resumed["fingerprint"]
-        assert fp != crashed["fingerprint"] and crashed["fingerprint"] not in plan, (plan, done)
-        assert (resumed["numPartitions"], resumed["recovered"]) == (maps, 0)
-        assert _finished(new, fp) == list(range(maps))
+        fp = crashed["fingerprint"]
+        assert f"committed as {fp} ({len(done)} map outputs kept)" in plan, (plan, done)
+        _partly_reused(new, fp, done, maps)
 
 
 def test_reused_exchange_under_a_union(spark, tmp_path):
     """An aggregate unioned with itself: without recovery Spark computes its exchange once
-    (ReusedExchange). The crash is in the aggregate's map stage; the resume partly reuses what
-    it kept, exactly. With recovery on, the plan keeps the two exchanges (no ReusedExchange):
-    each run computes the aggregate's map side twice, both under the same fingerprint, the
-    second the same map outputs again."""
+    (ReusedExchange), and so it does with recovery on (the kept exchange canonicalizes as
+    Spark's own does): each run computes and keeps the aggregate's map side once. The crash is
+    in the aggregate's map stage; the resume partly reuses what it kept, exactly, still once."""
     with _job(spark, tmp_path, "reuse-union", {}) as job:
         def build():
             crash = job.crash_on(ROWS - 1)
@@ -355,28 +352,26 @@ def test_reused_exchange_under_a_union(spark, tmp_path):
         assert "ReusedExchange" in executed_plan(plain)
         spark.conf.set("spark.fullwindow.recovery.enabled", "true")
 
-        job.crash(build())
-        fps = {e["fingerprint"] for e in _shuffles(job.crashed)}
-        assert len(fps) == 1
-        fp = fps.pop()
+        plan = job.crash(build())
+        assert "ReusedExchange" in plan, plan
+        [crashed] = _shuffles(job.crashed)  # one exchange computed, not two
+        fp = crashed["fingerprint"]
         done = _partly_kept(job, fp)
+        assert len(_finished(job.crashed, fp)) == len(done)  # each kept map output once
         rows, plan, new = job.resume(build)
         sums = _sums()
         assert rows == sorted([(k, s) for k, s in sums.items()]
                               + [(k, s + 1) for k, s in sums.items()])
-        # today: two exchanges, each partly reusing the kept map outputs
-        assert "ReusedExchange" not in plan, plan
+        # one exchange partly reusing the kept map outputs, reused on the union's other side
+        assert "ReusedExchange" in plan, plan
         assert plan.count(f"committed as {fp} ({len(done)} map outputs kept)") == 2, plan
-        assert [(v["recovered"], v["reused"]) for v in _shuffles(new, fp)] == [
-            (len(done), len(done))] * 2
-        assert _finished(new, fp) == sorted(2 * sorted(set(range(MAPS)) - done))
+        _partly_reused(new, fp, done)
 
 
 def test_reused_exchange_under_a_self_join(spark, tmp_path):
     """An aggregate joined with itself (ReusedExchange without recovery), the crash above the
-    join: the resume reads the aggregate's kept shuffle back on both sides and runs nothing
-    under the join. With recovery on, the crashed run computed that shuffle twice (as under the
-    union above)."""
+    join: the crashed run computed and kept that shuffle once (as under the union above), and
+    the resume reads it back on both sides and runs nothing under the join."""
     with _job(spark, tmp_path, "reuse-join", NO_BROADCAST) as job:
         def build():
             crash = job.crash_on(_sums()[1])
@@ -390,9 +385,9 @@ def test_reused_exchange_under_a_self_join(spark, tmp_path):
         assert "ReusedExchange" in executed_plan(plain)
         spark.conf.set("spark.fullwindow.recovery.enabled", "true")
 
-        job.crash(build())
+        assert "ReusedExchange" in job.crash(build())
         [(fp, maps)] = _kept_whole(job).items()
-        assert _finished(job.crashed, fp) == sorted(2 * list(range(maps)))  # today: twice
+        assert _finished(job.crashed, fp) == list(range(maps))  # once
         rows, plan, new = job.resume(build)
         assert rows == sorted((k, s, s) for k, s in _sums().items())
         assert plan.count(f"FullWindowCommittedInput {fp} ({maps} map outputs") == 2, plan
@@ -581,3 +576,31 @@ def test_scalar_subquery(spark, tmp_path):
         finally:
             spark.catalog.dropTempView("shapes_facts")
             spark.sql("DROP TEMPORARY FUNCTION IF EXISTS shapes_crash")
+
+
+def _exchange_fingerprint(spark, df) -> str:
+    """The whole-job fingerprint of the shuffle at the top of ``df``'s plan (planned without
+    adaptive execution)."""
+    with kept_conf(spark, ["spark.sql.adaptive.enabled"]):
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+        plan = df._jdf.queryExecution().executedPlan()
+    while plan.getClass().getSimpleName() != "ShuffleExchangeExec":
+        plan = plan.children().head()
+    jobs = spark.sparkContext._jvm.org.apache.spark.sql.fullwindow.recovery.JobShuffles
+    return jobs.fingerprint(plan).get()._1()
+
+
+def test_a_scans_partition_filters_count_whole_in_a_shuffles_fingerprint(spark, tmp_path,
+                                                                          partitioned):
+    """Two reads of the partitioned table whose partition filters differ only past the 100th
+    character of the scan's text (where ``spark.sql.maxMetadataStringLength`` cuts what a plan
+    prints of them; no Filter above a partition-only filter shows it whole): their shuffles'
+    fingerprints differ, or a resume of a changed program could read back the other's
+    shuffle. The same read twice has one fingerprint."""
+    def fingerprint(p: int) -> str:  # partition p only, named past the 100th character
+        pad = "x" * 120
+        return _exchange_fingerprint(spark, spark.read.parquet(partitioned).where(
+            f"concat('{pad}', cast(p AS string)) = '{pad}{p}'").repartition(4, "id"))
+
+    assert fingerprint(9) == fingerprint(9)
+    assert fingerprint(9) != fingerprint(8)

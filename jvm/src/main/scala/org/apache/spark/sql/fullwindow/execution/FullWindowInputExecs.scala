@@ -140,6 +140,13 @@ case class FullWindowCommittingExchangeExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): FullWindowCommittingExchangeExec =
     copy(delegate = delegate.withNewChildren(Seq(newChild)).asInstanceOf[ShuffleExchangeExec])
+
+  /** The same exchange computed twice in one query (a self-join, a union of one aggregate)
+   * canonicalizes to one form, as Spark's own exchange does (its partitioning's columns by
+   * position), so that Spark reuses it (`ReusedExchange`) rather than running and keeping it
+   * twice. */
+  override protected def doCanonicalize(): SparkPlan =
+    copy(delegate = delegate.canonicalized.asInstanceOf[ShuffleExchangeExec])
 }
 
 /**

@@ -274,6 +274,7 @@ class CommittingShuffleWriteProcessor(
         try {
           val index = resolver.getIndexFile(dep.shuffleId, mapId)
           if (index.exists()) {
+            val started = System.nanoTime()
             val name = f"map-$mapIndex%05d-${context.taskAttemptId()}%d-" +
               java.util.UUID.randomUUID().toString.take(8)
             val dir = inputDir.stripSuffix("/")
@@ -290,7 +291,9 @@ class CommittingShuffleWriteProcessor(
               s""""operator":"${esc(operator)}","partition":$mapIndex,"layout":"${esc(layout)}",""" +
               s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
               s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
-              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc}$extraJson"""))
+              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc},""" +
+              // how long the task spent keeping its output (what a slow store costs a task)
+              s""""commitMs":${(System.nanoTime() - started) / 1000000}$extraJson"""))
           }
         } catch {
           case NonFatal(e) =>

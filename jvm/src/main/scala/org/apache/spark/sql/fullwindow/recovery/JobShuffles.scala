@@ -11,9 +11,9 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.internal.Logging
 import org.apache.spark.shuffle.sort.SortShuffleManager
-import org.apache.spark.sql.catalyst.expressions.{Expression, PythonUDF}
+import org.apache.spark.sql.catalyst.expressions.{Expression, In, Literal, PythonUDF}
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, RangePartitioning, RoundRobinPartitioning}
-import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, LocalTableScanExec, RangeExec, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, InSubqueryExec, LocalTableScanExec, RangeExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec}
 import org.apache.spark.sql.execution.columnar.InMemoryTableScanExec
 import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, FileScan}
@@ -116,11 +116,43 @@ object JobShuffles extends Logging {
     * be canonicalized falls back to its text without any expression id. Spark's `!` before a
     * node whose references its children's output lacks says nothing here (a canonicalized node
     * has it or not depending on how its children were renumbered: a stage computed or read
-    * back), so it goes. */
+    * back), so it goes. What canonicalization leaves alone keeps the ids of the run that made
+   * it (a dynamic pruning subquery's build side, a logical plan, names such as
+   * `dynamicpruning#44`): those ids go too, or the shuffle would be another one in every run;
+   * what they name is in the plan below them, canonicalized. */
   private def nodeText(p: SparkPlan): String =
-    (try clean(p.canonicalized.simpleString(Int.MaxValue), exprIds = false)
+    (try clean(wholeText(withoutSubqueryPlans(p).canonicalized), exprIds = false)
+      .replaceAll("""(?<!none)#\d+L?""", "")
     catch { case NonFatal(_) => clean(p.simpleString(Int.MaxValue), exprIds = true) })
       .stripPrefix("!")
+
+  /** A node's text with a file scan's metadata whole: a scan prints its filters, location and
+    * schema cut to `spark.sql.maxMetadataStringLength` (100 by default), and two scans whose
+    * partition filters differ past that would print alike (no Filter above a partition-only
+    * filter shows it). */
+  private def wholeText(p: SparkPlan): String = {
+    def entries(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k: $v" }
+    p match {
+      case s: FileSourceScanExec =>
+        (s"${s.nodeName} ${s.output.mkString("[", ", ", "]")}" +: entries(s.metadata))
+          .mkString(", ")
+      case b: BatchScanExec => b.scan match {
+        case fs: FileScan => (b.simpleString(Int.MaxValue) +: entries(fs.getMetaData()))
+          .mkString(", ")
+        case _ => b.simpleString(Int.MaxValue)
+      }
+      case _ => p.simpleString(Int.MaxValue)
+    }
+  }
+
+  /** `p` with each `IN (subquery)` of its own expressions (dynamic partition pruning) reduced to
+    * the column it tests: the subquery's plan is printed on its own ([[withSubqueries]]), and
+    * left in, its hash (which varies from run to run) would decide where canonicalization puts
+    * the filter among the others, so the same scan would print its filters in another order. */
+  private def withoutSubqueryPlans(p: SparkPlan): SparkPlan = p.transformExpressions {
+    case s: InSubqueryExec => In(s.child, Seq(Literal("subquery")))
+  }
+
 
   /** The path of the driver's Python script (its `__main__` module's file), set in the session
     * by recovery's Python side (classic: when the job is opened; Spark Connect: by the client
