@@ -477,7 +477,8 @@ def _sizes(r: dict[str, Any]) -> str:
 def _markdown(record: dict[str, Any]) -> str:
     m = record.get("machine") or {}
     lines = [BEGIN,
-             f"**Whole-job recovery** (`scope=job`; {_sizes(record)}, `local[2]`, recovery "
+             f"**Whole-job recovery** (`scope=job`; "
+             f"{_sizes(record.get('overhead') or record.get('resume') or record)}, `local[2]`, recovery "
              f"directory on the local disk unless said; {m.get('cores', '?')} cores, "
              f"{m.get('memory_gib', '?')} GiB RAM). "
              f"commit {m.get('commit', '?')}" + (" plus uncommitted changes"
@@ -619,16 +620,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_record and os.path.exists(JSON_PATH):  # a part not run now keeps its record
         with open(JSON_PATH) as f:
             old = json.load(f)
-        same = all(old.get(k) == record[k] for k in ("rows", "partitions", "keys", "groups"))
+        sizes = ("rows", "partitions", "keys", "groups")
         for name in PARTS:
-            # a remote store's part records its own sizes: kept whatever this run's are
-            if name not in record and name in old and (same or name in REMOTE_PARTS):
+            # a part not run now is kept, with the sizes it was run with
+            if name not in record and name in old:
+                old[name] = {**{k: old[k] for k in sizes if k in old}, **old[name]}
                 record[name] = {**old[name], "command": old[name].get("command", old["command"]),
                                 "date": old[name].get("date", old["date"])}
                 record.setdefault("machine", old.get("machine"))
     for name in parts:
         if name in record:
             record[name].update(command=record["command"], date=record["date"])
+            for k in ("rows", "partitions", "keys", "groups"):
+                record[name].setdefault(k, record[k])
     text = _markdown(record)
     print(text)
     if not args.no_record:

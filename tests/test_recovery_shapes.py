@@ -163,6 +163,9 @@ def _partly_kept(job: Job, fp: str, maps: int = MAPS) -> set[int]:
     """The map tasks of ``fp`` the crashed run kept: some, not all (the crashing one not)."""
     done = set(_finished(job.crashed, fp))
     assert 1 <= len(done) < maps, job.crashed
+    # each says how long its map task spent keeping it
+    assert all(isinstance(e["commitMs"], int) and e["commitMs"] >= 0 for e in job.crashed
+               if e["type"] == "taskFinished" and e["fingerprint"] == fp), job.crashed
     return done
 
 
