@@ -478,7 +478,8 @@ def _markdown(record: dict[str, Any]) -> str:
     m = record.get("machine") or {}
     lines = [BEGIN,
              f"**Whole-job recovery** (`scope=job`; "
-             f"{_sizes(record.get('overhead') or record.get('resume') or record)}, `local[2]`, recovery "
+             f"{_sizes({**record, **(record.get('overhead') or record.get('resume') or {})})}, "
+             "`local[2]`, recovery "
              f"directory on the local disk unless said; {m.get('cores', '?')} cores, "
              f"{m.get('memory_gib', '?')} GiB RAM). "
              f"commit {m.get('commit', '?')}" + (" plus uncommitted changes"

@@ -155,6 +155,18 @@ def test_jobscope_benchmark_checks_its_runs(tmp_path):
     assert text.startswith(jobscope.BEGIN) and text.endswith(jobscope.END)
     assert "| recovery on / off ≤ 1.10× | 1.050× [1.050–1.050] | 1 | PASS |" in text
     assert "of which 100 B are hard links" in text
+    # a part with the job directory on S3: its own sizes, no bar, what keeping cost the tasks
+    remote = runs([10.0, 13.0], [same, same])
+    for r in remote["runs"]:
+        if r["variant"] == "on":
+            r.update(commit_s=2.0, map_run_s=8.0)
+    s3 = {**jobscope.summarize_overhead(remote), "rows": 7, "partitions": 2, "keys": 3,
+          "groups": 4}
+    text = jobscope._markdown({"command": "x", "date": "d", "rows": 10, "partitions": 2,
+                               "keys": 3, "groups": 4, "overhead": ok, "overhead_s3": s3})
+    assert "| (recovery on / off, job directory on S3: measured, no bar) | 1.300× " in text
+    assert "Overhead, job directory on S3" in text and "(7 facts rows" in text
+    assert "The map tasks spent 2.00 s [2.00–2.00] a run keeping their outputs" in text
 
 
 def test_a_native_form_too_slow_in_the_warm_up_is_named_not_timed(tmp_path):
