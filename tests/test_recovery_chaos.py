@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, RecoveryJob, kill_group
+from helpers import ROOT, RecoveryJob, _descendants, kill_group
 
 SEED = int(os.environ.get("FULLWINDOW_CHAOS_SEED", "12"))
 KILLS = int(os.environ.get("FULLWINDOW_CHAOS_KILLS", "10"))
@@ -189,25 +189,30 @@ def test_random_kills_over_a_jobs_life(tmp_path, reference):
     assert any(sum(k["durable_after"].values()) for k in kills)
 
 
-def _complete_tmp(job: Job) -> bool:
-    """A committed file written in full and waiting for its rename: a part file's temporary
-    ending with its end marker, or a map output's temporary (a hard link of a finished file)."""
+def _complete_tmp(job: Job, p) -> set[str]:
+    """The committed files written in full and waiting for their rename: temporaries (``.tmp``)
+    under the job's operators that no process of the run ``p`` has open any more. A part file's
+    temporary is written, synced and closed before its rename (CommittedRows.finish), so one that
+    exists and is closed waits for its rename; so does a map output's temporary, a copy or hard
+    link of a finished file (``.map-*.tmp``: where a kept output cannot be linked at its name)."""
     root = os.path.join(job.dir, job.name, "operators")
-    for d, _, files in os.walk(root):
-        for n in files:
-            if not n.endswith(".tmp"):
-                continue
-            path = os.path.join(d, n)
+    temps = {os.path.realpath(os.path.join(d, n))
+             for d, _, files in os.walk(root) for n in files if n.endswith(".tmp")}
+    if not temps:
+        return set()
+    open_now = set()
+    for pid in [p.pid, *_descendants(p.pid)]:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
             try:
-                if n.startswith(".map-"):
-                    return True
-                with open(path, "rb") as f:
-                    f.seek(-4, os.SEEK_END)
-                    if f.read(4) == b"\xff\xff\xff\xff":
-                        return True
+                open_now.add(os.readlink(os.path.join(fd_dir, fd)))
             except OSError:
                 continue
-    return False
+    return {t for t in temps if t not in open_now and os.path.exists(t)}
 
 
 def _segment_grew(job: Job, sizes: dict) -> bool:
@@ -239,7 +244,8 @@ def test_forced_kill(tmp_path, reference, where):
     job = life.job
     if where == "commit rename":
         p = job.start(run, slow=SLOW, prefix=_held("rename,renameat,renameat2"))
-        hit = _wait(p, time.time() + 240, lambda: _complete_tmp(job))
+        waiting: set[str] = set()
+        hit = _wait(p, time.time() + 240, lambda: waiting.update(_complete_tmp(job, p)) or waiting)
     elif where == "event flush":
         sizes: dict = {}
         p = job.start(run, slow=SLOW, prefix=_held("fsync,fdatasync"))
@@ -252,7 +258,8 @@ def test_forced_kill(tmp_path, reference, where):
     assert hit, f"the {where} point was not reached: " + job.log(run)[-3000:]
     _kill(p)
     if where == "commit rename":
-        assert _complete_tmp(job)  # the kill left a complete file that was never renamed
+        # the kill left a complete file that was never renamed
+        assert any(os.path.exists(t) for t in waiting), waiting
     life.killed(run, before, 0.0, where)
     life.finish()
     if where == "final write":

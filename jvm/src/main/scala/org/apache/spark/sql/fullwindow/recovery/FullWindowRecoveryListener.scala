@@ -102,6 +102,21 @@ object FullWindowRecoveryListener {
     val batch = new java.util.ArrayList[(String, Seq[File])]()
     batch.add(toSync.take())
     toSync.drainTo(batch)
+    try syncAndQueue(batch)
+    catch {
+      case NonFatal(e) =>  // never leave the events counted as waiting (flush waits for them)
+        Log.warn(s"fullwindow recovery: ${batch.size} events dropped, their files not synced " +
+          s"(${e.getMessage})")
+    } finally {
+      order.synchronized {
+        unsyncedEvents -= batch.size
+        order.notifyAll()
+      }
+      queued.synchronized(queued.notifyAll())
+    }
+  }
+
+  private def syncAndQueue(batch: java.util.List[(String, Seq[File])]): Unit = {
     val failed = mutable.Set.empty[File]
     val dirs = mutable.LinkedHashSet.empty[File]
     batch.asScala.foreach { case (_, files) =>
@@ -126,16 +141,13 @@ object FullWindowRecoveryListener {
           true
       }
     }
-    order.synchronized {
+    order.synchronized {  // queued before the count drops (see post's order)
       batch.asScala.foreach { case (json, files) =>
         if (!files.exists(f => failed(f) || failedDirs(f.getAbsoluteFile.getParentFile))) {
           queue.add(json)
         }
       }
-      unsyncedEvents -= batch.size
-      order.notifyAll()
     }
-    queued.synchronized(queued.notifyAll())
   }
 
   /** Waits until every event posted so far is queued (its files synced or found missing). */
