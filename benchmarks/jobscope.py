@@ -289,6 +289,9 @@ def _child_overhead(args: argparse.Namespace) -> int:
                     run["map_tasks_kept"] = len(finished)
                     # what keeping the outputs cost the map tasks: their time in it, of their run
                     run["commit_s"] = sum(e.get("commitMs", 0) for e in finished) / 1000
+                    # on another store, the executors' upload threads' time after the tasks
+                    # ended (the tasks did not wait for it)
+                    run["upload_s"] = sum(e.get("uploadMs", 0) for e in finished) / 1000
                     run["map_run_s"] = sum((e.get("metrics") or {}).get("executorRunTime", 0)
                                            for e in finished) / 1000
                     fullwindow.recovery.cleanup(spark)  # closes the job's store, deletes it
@@ -421,6 +424,8 @@ def summarize_overhead(res: dict[str, Any]) -> dict[str, Any]:
         res["commit_s"] = _stats([x["commit_s"] for x in on])
         res["commit_share"] = _stats([x["commit_s"] / x["map_run_s"] for x in on
                                       if x.get("map_run_s")])
+    if any(x.get("upload_s") for x in on):
+        res["upload_s"] = _stats([x.get("upload_s", 0.0) for x in on])
     outs = [x["output"] for x in res["runs"] if "output" in x]
     res["outputs_equal"] = bool(outs) and all(o == outs[0] for o in outs)
     res["status"] = ("INVALID" if not res["outputs_equal"] else
@@ -533,7 +538,10 @@ def _markdown(record: dict[str, Any]) -> str:
             + "."
             + (f" The map tasks spent {_fr(ov['commit_s'], ' s')} a run keeping their outputs "
                f"({_fr(ov['commit_share'], digits=3)} of their run time)."
-               if ov.get("commit_s") else ""),
+               if ov.get("commit_s") else "")
+            + (f" The executors' upload threads then spent {_fr(ov['upload_s'], ' s')} a run "
+               "writing them to the store, after their tasks had ended."
+               if ov.get("upload_s") else ""),
             ""]
     if rs:
         lines += [f"Resume rounds (killed when {rs['kill_at_maps']} of the job's "

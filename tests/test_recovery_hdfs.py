@@ -142,19 +142,27 @@ def test_killed_midway_resumes_from_hdfs(midway, reference, hdfs):
     assert m.inputs == [f"{b}/input0"]
 
 
-def test_whole_job_killed_midway_resumes_from_hdfs(tmp_path, hdfs, files, spark):
+def test_whole_job_killed_midway_resumes_from_hdfs_on_a_standalone_cluster(tmp_path, hdfs, files,
+                                                                           cluster):
     """Whole-job recovery (``scope=job``, tests/test_recovery_jobscope.py's plain job) with the
-    job directory on HDFS: each finished map task's output is copied there (no hard link across
-    file systems); the driver is killed midway through the slow map stage. The resume reads the
-    join's two shuffles back from HDFS, runs only the slow stage's missing map tasks, and puts
-    each kept map output of that partly kept shuffle under Spark's block resolver by copying it
+    job directory on HDFS and the job on the two-worker standalone cluster: each finished map
+    task's output is uploaded there by a thread of its executor after the task ended (no hard
+    link across file systems; the task does not wait), which then tells the driver over Spark's
+    RPC; the driver is killed midway through the slow map stage. The resume reads the join's two
+    shuffles back from HDFS, runs only the slow stage's missing map tasks, and puts each kept
+    map output of that partly kept shuffle under its executor's block resolver by copying it
     from HDFS (not written again from its rows)."""
     from test_recovery_jobscope import Job as WholeJob
     from test_recovery_jobscope import killed_midway_and_resumed
 
     job = WholeJob(tmp_path, "whole")
     job.dir = f"{hdfs.uri}/fw-recovery-{uuid.uuid4().hex[:8]}"
+    job.more_env = {"MASTER": cluster.url}
+    job.more_settings = {"spark.executor.cores": "1", "spark.executor.memory": "900m"}
     killed_midway_and_resumed(job, files)
+    kept = [e for e in job.events() if e["type"] == "taskFinished"]
+    # the events came from the executors' JVMs, not the driver's
+    assert kept and all(e["executor"] != "driver" for e in kept), kept[:3]
 
 
 def test_corrupt_record_lost_and_damaged_files_on_hdfs(midway, reference, files):

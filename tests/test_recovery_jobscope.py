@@ -154,6 +154,10 @@ def killed_midway_and_resumed(job: Job, files=None, then_settings: str | None = 
     if files is not None:
         kept = files.listdir(f"{job.dir}/{job.name}/shuffles/{slow.split(':', 1)[-1]}")
         assert sum(n.endswith(".data") for n in kept) >= len(done), kept
+        # the map tasks did not wait for the store: each output was uploaded by a thread of
+        # its executor after its task ended (the event says how long the upload took)
+        events = [e for e in job.events() if e["type"] == "taskFinished"]
+        assert events and all(isinstance(e.get("uploadMs"), int) for e in events), events[:3]
     job.run("r2")
     assert job.output() == expected_output()
     assert job.ran("A", "r2") == []

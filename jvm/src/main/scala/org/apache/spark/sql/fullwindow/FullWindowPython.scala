@@ -264,12 +264,15 @@ object FullWindowPython extends AdaptiveSparkPlanHelper {
   /**
    * The job events queued since the last call, as JSON texts one per line (one string: py4j
    * would fetch each element of an array in a call of its own); first waits up to `waitMs` for
-   * the listener bus to deliver what is pending, then for the events whose kept files the
+   * the listener bus to deliver what is pending, then as long again for the map outputs of
+   * ended tasks still being kept in the background, then for the events whose kept files the
    * driver syncs first (0: do not wait).
    */
   def drainRecoveryEvents(spark: SparkSession, waitMs: Long): String = {
     if (waitMs > 0) {
       FullWindowRecoveryListener.waitForListenerBus(spark.sparkContext, waitMs)
+      // the map outputs of ended tasks still being kept in the background (a remote store)
+      FullWindowRecoveryListener.awaitUploads(waitMs)
       FullWindowRecoveryListener.awaitSynced()  // the events waiting for their files' sync
     }
     FullWindowRecoveryListener.drain().mkString("\n")

@@ -81,6 +81,7 @@ case class FullWindowCommittingExchangeExec(
     val generation = java.util.UUID.randomUUID().toString.take(12)
     if (whole && resetFirst) {
       JobShuffles.forget(jobDir, vertex.stripPrefix(JobShuffles.Operator + ":"))
+      FullWindowRecoveryListener.forgetInBackground(vertex)
       FullWindowRecoveryListener.post(
         s"""{"type":"vertexReset","fingerprint":"${esc(vertex)}","operator":"${esc(operator)}",""" +
           s""""job":"${esc(jobDir)}","reason":"unstable shuffle computed again whole"}""")

@@ -204,6 +204,10 @@ object CommittedShuffleInput {
     Placed(fs.makeQualified(target).toString, bytes, crc)
   }
 
+  /** Whether `target` is on this machine's file system (its kept files can be hard-linked). */
+  def onThisMachine(target: Path, hadoopConf: Configuration): Boolean =
+    DurableCommit.localFile(CommittedRows.fileSystem(target, hadoopConf), target).isDefined
+
   private def checksum(f: File): (Long, Long) = {
     val c = new CRC32
     if (!f.exists()) return (0L, c.getValue)
@@ -279,21 +283,46 @@ class CommittingShuffleWriteProcessor(
               java.util.UUID.randomUUID().toString.take(8)
             val dir = inputDir.stripSuffix("/")
             val hadoopConf = conf.value.value
-            // hard links are synced by the driver before it records the event (the task does
-            // not wait on the disk); a copy is synced here
-            val data = CommittedShuffleInput.place(resolver.getDataFile(dep.shuffleId, mapId),
-              new Path(s"$dir/$name.data"), hadoopConf, unsyncedLink = true)
-            val idx = CommittedShuffleInput.place(index, new Path(s"$dir/$name.index"),
-              hadoopConf, unsyncedLink = true)
+            val dataFile = resolver.getDataFile(dep.shuffleId, mapId)
+            val dataTarget = new Path(s"$dir/$name.data")
+            val indexTarget = new Path(s"$dir/$name.index")
             val esc = FullWindowRecoveryListener.escape _
-            acc.add(FullWindowRecoveryListener.afterSync(data.unsynced.toSeq ++ idx.unsynced,
+            def event(data: CommittedShuffleInput.Placed, idx: CommittedShuffleInput.Placed,
+                commitMs: Long, extra: String): String =
               s"""{"type":"taskFinished","fingerprint":"${esc(vertex)}",""" +
-              s""""operator":"${esc(operator)}","partition":$mapIndex,"layout":"${esc(layout)}",""" +
-              s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
-              s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
-              s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc},""" +
-              // how long the task spent keeping its output (what a slow store costs a task)
-              s""""commitMs":${(System.nanoTime() - started) / 1000000}$extraJson"""))
+                s""""operator":"${esc(operator)}","partition":$mapIndex,"layout":"${esc(layout)}",""" +
+                s""""job":"$jobDirJson","path":"${esc(data.path)}","bytes":${data.bytes},""" +
+                s""""checksum":${data.crc},"indexPath":"${esc(idx.path)}",""" +
+                s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc},""" +
+                // how long the task spent keeping its output (what a slow store costs a task)
+                s""""commitMs":$commitMs$extra$extraJson"""
+            if (CommittedShuffleInput.onThisMachine(dataTarget, hadoopConf)) {
+              // hard links are synced by the driver before it records the event (the task
+              // does not wait on the disk); a copy is synced here
+              val data = CommittedShuffleInput.place(dataFile, dataTarget, hadoopConf,
+                unsyncedLink = true)
+              val idx = CommittedShuffleInput.place(index, indexTarget, hadoopConf,
+                unsyncedLink = true)
+              acc.add(FullWindowRecoveryListener.afterSync(data.unsynced.toSeq ++ idx.unsynced,
+                event(data, idx, (System.nanoTime() - started) / 1000000, "")))
+            } else {
+              // another store (HDFS, an object store): written by an upload thread of this
+              // executor after the task ends, recorded by the driver once both have ended
+              val staged = KeptInBackground.stage(Seq(dataFile, index))
+              val key = s"${context.taskAttemptId()}"
+              val commitMs = (System.nanoTime() - started) / 1000000
+              KeptInBackground.submit(key, vertex, staged.flatten) {
+                val began = System.nanoTime()
+                // a file absent when staged (an empty output) is kept as an empty file
+                val data = CommittedShuffleInput.place(staged.head.getOrElse(dataFile),
+                  dataTarget, hadoopConf)
+                val idx = CommittedShuffleInput.place(staged(1).getOrElse(index), indexTarget,
+                  hadoopConf)
+                event(data, idx, commitMs,
+                  s""","uploadMs":${(System.nanoTime() - began) / 1000000}""")
+              }
+              acc.add(FullWindowRecoveryListener.keptInBackground(key, vertex))
+            }
           }
         } catch {
           case NonFatal(e) =>

@@ -34,14 +34,19 @@ class FullWindowRecoveryListener extends SparkListener {
                 else s"""{"executorRunTime":${m.executorRunTime},"recordsRead":${m.inputMetrics.recordsRead},""" +
                   s""""shuffleRecordsRead":${m.shuffleReadMetrics.recordsRead},""" +
                   s""""peakExecutionMemory":${m.peakExecutionMemory}}"""
-              // entry is a JSON object without its closing brace (after the local files the
-              // driver syncs before the event, if any): add what only the driver knows
-              val (unsynced, json) = FullWindowRecoveryListener.unsyncedFiles(entry.toString)
-              FullWindowRecoveryListener.post(
-                s"""$json,"attempt":${info.attemptNumber},"taskId":${info.taskId},""" +
-                  s""""stageId":${end.stageId},"stageAttempt":${end.stageAttemptId},""" +
-                  s""""executor":"${FullWindowRecoveryListener.escape(info.executorId)}",""" +
-                  s""""metrics":$metrics}""", unsynced)
+              // what only the driver knows, closing the task's JSON object
+              val known = s""","attempt":${info.attemptNumber},"taskId":${info.taskId},""" +
+                s""""stageId":${end.stageId},"stageAttempt":${end.stageAttemptId},""" +
+                s""""executor":"${FullWindowRecoveryListener.escape(info.executorId)}",""" +
+                s""""metrics":$metrics}"""
+              FullWindowRecoveryListener.inBackground(entry.toString) match {
+                case Some((key, vertex)) => FullWindowRecoveryListener.taskEnded(key, vertex, known)
+                case None =>
+                  // entry is a JSON object without its closing brace (after the local files
+                  // the driver syncs before the event, if any)
+                  val (unsynced, json) = FullWindowRecoveryListener.unsyncedFiles(entry.toString)
+                  FullWindowRecoveryListener.post(json + known, unsynced)
+              }
             }
           case _ =>
         }
@@ -150,6 +155,79 @@ object FullWindowRecoveryListener {
     }
   }
 
+  // Map outputs kept in the background (KeptInBackground), by task: the driver-known end of the
+  // event of a task that ended before its upload did, and the event of an upload that ended
+  // before the driver saw its task end (None: the upload failed); each with its vertex
+  private val awaitingUpload = mutable.Map.empty[String, (String, String)]
+  private val uploadedFirst = mutable.Map.empty[String, (String, Option[String])]
+
+  private val BackgroundMark = "background\t"  // a JSON entry starts with "{"
+
+  /** What a task reports for its map output kept in the background: its key and vertex. */
+  def keptInBackground(key: String, vertex: String): String = s"$BackgroundMark$key\t$vertex"
+
+  /** The key and vertex of a task's report made by [[keptInBackground]]. */
+  def inBackground(entry: String): Option[(String, String)] =
+    if (!entry.startsWith(BackgroundMark)) None
+    else {
+      val rest = entry.substring(BackgroundMark.length)
+      val t = rest.indexOf('\t')
+      Some((rest.substring(0, t), rest.substring(t + 1)))
+    }
+
+  /** The task `key`, which keeps a map output of `vertex` in the background, ended
+    * successfully; `known` closes its event. */
+  private[recovery] def taskEnded(key: String, vertex: String, known: String): Unit = {
+    val ready = order.synchronized {
+      uploadedFirst.remove(key) match {
+        case Some((_, json)) => json.map(_ + known)
+        case None =>
+          awaitingUpload(key) = (vertex, known)
+          None
+      }
+    }
+    ready.foreach(post(_))
+  }
+
+  /** The upload of task `key`'s map output of `vertex` ended: `json` is its event (without
+    * the driver's part), None if it failed. */
+  private[recovery] def uploaded(key: String, vertex: String, json: Option[String]): Unit = {
+    val ready = order.synchronized {
+      val r = awaitingUpload.remove(key) match {
+        case Some((_, known)) => json.map(_ + known)
+        case None =>
+          uploadedFirst(key) = (vertex, json)
+          None
+      }
+      if (awaitingUpload.isEmpty) order.notifyAll()
+      r
+    }
+    ready.foreach(post(_))
+  }
+
+  /** Drops the background keeps of `vertex` not recorded yet: it is computed again whole (its
+    * kept outputs reset), so an upload of its earlier computation must not be recorded after
+    * the reset. */
+  def forgetInBackground(vertex: String): Unit = order.synchronized {
+    awaitingUpload --= awaitingUpload.collect { case (k, (v, _)) if v == vertex => k }
+    uploadedFirst --= uploadedFirst.collect { case (k, (v, _)) if v == vertex => k }
+    order.notifyAll()
+  }
+
+  /** Waits up to `timeoutMs` until no ended task's map output is still being kept in the
+    * background; true if none is. */
+  def awaitUploads(timeoutMs: Long): Boolean = {
+    val deadline = System.nanoTime() + timeoutMs * 1000000L
+    order.synchronized {
+      while (awaitingUpload.nonEmpty) {
+        val left = (deadline - System.nanoTime()) / 1000000L
+        if (left <= 0) return false
+        order.wait(left)
+      }
+    }
+    true
+  }
+
   /** Waits until every event posted so far is queued (its files synced or found missing). */
   def awaitSynced(): Unit = order.synchronized {
     while (unsyncedEvents > 0) order.wait(1000)
@@ -217,6 +295,7 @@ object FullWindowRecoveryListener {
   def register(sc: SparkContext): Unit = synchronized {
     if (registeredWith ne sc) {
       sc.addSparkListener(new FullWindowRecoveryListener)
+      KeptInBackground.setUp(sc)
       registeredWith = sc
     }
   }
