@@ -530,9 +530,35 @@ def test_shuffle_read_coalesced_in_one_run_only(spark, tmp_path, first, then):
             _partly_reused(new, b_fp, done)
 
 
-def test_window_function(spark, tmp_path):
+def _other_file_system(tmp_path) -> str:
+    """A folder on another local file system than ``tmp_path`` and Spark's shuffle files
+    (/dev/shm's tmpfs), where a kept map output cannot be hard-linked."""
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on a file system of its own")
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="fw-shapes-", dir=shm)
+
+
+@pytest.mark.parametrize("where", ["beside the shuffle files", "on another file system"])
+def test_window_function(spark, tmp_path, where):
     """row_number over the facts by key, then an aggregation; the crash in the window's map
-    stage: the resume partly reuses the window's shuffle, exactly."""
+    stage: the resume partly reuses the window's shuffle, exactly. With the job directory on
+    another local file system the map outputs cannot be hard-linked: each is copied there by
+    an upload thread after its map task ended (its event says how long that took); beside the
+    shuffle files each is a hard link, which takes no upload."""
+    import shutil
+
+    directory = tmp_path if where.startswith("beside") else _other_file_system(tmp_path)
+    try:
+        _window_function(spark, directory, where)
+    finally:
+        if directory is not tmp_path:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _window_function(spark, tmp_path, where):
     with _job(spark, tmp_path, "window", {}) as job:
         def build():
             crash = job.crash_on(ROWS - 1)
@@ -552,6 +578,9 @@ def test_window_function(spark, tmp_path):
         assert rows == sorted((k, counts[k], s) for k, s in _sums().items())
         assert "Window [row_number()" in plan, plan
         _partly_reused(new, fp, done)
+        kept = [e for e in job.crashed + new if e["type"] == "taskFinished"]
+        uploaded = [isinstance(e.get("uploadMs"), int) for e in kept]
+        assert kept and uploaded == [where == "on another file system"] * len(kept), kept
 
 
 def test_scalar_subquery(spark, tmp_path):

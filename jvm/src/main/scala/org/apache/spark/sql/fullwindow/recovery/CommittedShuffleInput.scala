@@ -204,9 +204,16 @@ object CommittedShuffleInput {
     Placed(fs.makeQualified(target).toString, bytes, crc)
   }
 
-  /** Whether `target` is on this machine's file system (its kept files can be hard-linked). */
-  def onThisMachine(target: Path, hadoopConf: Configuration): Boolean =
-    DurableCommit.localFile(CommittedRows.fileSystem(target, hadoopConf), target).isDefined
+  /** Whether the local file `local` can be hard-linked at `target`: `target` is a path of
+    * this machine's file system, on the same file store (device) as `local`. */
+  def linkable(local: File, target: Path, hadoopConf: Configuration): Boolean =
+    DurableCommit.localFile(CommittedRows.fileSystem(target, hadoopConf), target).exists { dest =>
+      try {
+        var dir = dest.getAbsoluteFile.toPath.getParent
+        while (dir != null && !Files.exists(dir)) dir = dir.getParent
+        dir != null && Files.getFileStore(dir) == Files.getFileStore(local.toPath)
+      } catch { case _: IOException | _: SecurityException => false }
+    }
 
   private def checksum(f: File): (Long, Long) = {
     val c = new CRC32
@@ -296,7 +303,7 @@ class CommittingShuffleWriteProcessor(
                 s""""indexBytes":${idx.bytes},"indexChecksum":${idx.crc},""" +
                 // how long the task spent keeping its output (what a slow store costs a task)
                 s""""commitMs":$commitMs$extra$extraJson"""
-            if (CommittedShuffleInput.onThisMachine(dataTarget, hadoopConf)) {
+            if (CommittedShuffleInput.linkable(index, dataTarget, hadoopConf)) {
               // hard links are synced by the driver before it records the event (the task
               // does not wait on the disk); a copy is synced here
               val data = CommittedShuffleInput.place(dataFile, dataTarget, hadoopConf,
@@ -306,8 +313,9 @@ class CommittingShuffleWriteProcessor(
               acc.add(FullWindowRecoveryListener.afterSync(data.unsynced.toSeq ++ idx.unsynced,
                 event(data, idx, (System.nanoTime() - started) / 1000000, "")))
             } else {
-              // another store (HDFS, an object store): written by an upload thread of this
-              // executor after the task ends, recorded by the driver once both have ended
+              // another store (HDFS, an object store, a local mount of another file system):
+              // written by an upload thread of this executor after the task ends, recorded by
+              // the driver once both have ended
               val staged = KeptInBackground.stage(Seq(dataFile, index))
               val key = s"${context.taskAttemptId()}"
               val commitMs = (System.nanoTime() - started) / 1000000
