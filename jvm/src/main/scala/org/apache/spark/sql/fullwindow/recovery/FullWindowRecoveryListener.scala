@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkContext, Success}
 import org.apache.spark.internal.Logging
-import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerExecutorRemoved, SparkListenerTaskEnd}
 
 /**
  * Recovery's driver-side listener (registered by the Python package when
@@ -40,7 +40,8 @@ class FullWindowRecoveryListener extends SparkListener {
                 s""""executor":"${FullWindowRecoveryListener.escape(info.executorId)}",""" +
                 s""""metrics":$metrics}"""
               FullWindowRecoveryListener.inBackground(entry.toString) match {
-                case Some((key, vertex)) => FullWindowRecoveryListener.taskEnded(key, vertex, known)
+                case Some((key, vertex)) =>
+                  FullWindowRecoveryListener.taskEnded(key, vertex, known, info.executorId)
                 case None =>
                   // entry is a JSON object without its closing brace (after the local files
                   // the driver syncs before the event, if any)
@@ -53,6 +54,11 @@ class FullWindowRecoveryListener extends SparkListener {
       }
     }
   }
+
+  /** An executor lost: the uploads it had not finished never end (their map tasks run again
+    * after a crash), so a flush does not wait for them. */
+  override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
+    FullWindowRecoveryListener.executorLost(removed.executorId)
 }
 
 object FullWindowRecoveryListener {
@@ -159,6 +165,7 @@ object FullWindowRecoveryListener {
   // event of a task that ended before its upload did, and the event of an upload that ended
   // before the driver saw its task end (None: the upload failed); each with its vertex
   private val awaitingUpload = mutable.Map.empty[String, (String, String)]
+  private val uploadingOn = mutable.Map.empty[String, String]  // task key -> its executor
   private val uploadedFirst = mutable.Map.empty[String, (String, Option[String])]
 
   private val BackgroundMark = "background\t"  // a JSON entry starts with "{"
@@ -177,12 +184,14 @@ object FullWindowRecoveryListener {
 
   /** The task `key`, which keeps a map output of `vertex` in the background, ended
     * successfully; `known` closes its event. */
-  private[recovery] def taskEnded(key: String, vertex: String, known: String): Unit = {
+  private[recovery] def taskEnded(key: String, vertex: String, known: String,
+      executor: String = ""): Unit = {
     val ready = order.synchronized {
       uploadedFirst.remove(key) match {
         case Some((_, json)) => json.map(_ + known)
         case None =>
           awaitingUpload(key) = (vertex, known)
+          uploadingOn(key) = executor
           None
       }
     }
@@ -193,6 +202,7 @@ object FullWindowRecoveryListener {
     * the driver's part), None if it failed. */
   private[recovery] def uploaded(key: String, vertex: String, json: Option[String]): Unit = {
     val ready = order.synchronized {
+      uploadingOn.remove(key)
       val r = awaitingUpload.remove(key) match {
         case Some((_, known)) => json.map(_ + known)
         case None =>
@@ -209,8 +219,18 @@ object FullWindowRecoveryListener {
     * kept outputs reset), so an upload of its earlier computation must not be recorded after
     * the reset. */
   def forgetInBackground(vertex: String): Unit = order.synchronized {
-    awaitingUpload --= awaitingUpload.collect { case (k, (v, _)) if v == vertex => k }
+    val dropped = awaitingUpload.collect { case (k, (v, _)) if v == vertex => k }
+    awaitingUpload --= dropped
+    uploadingOn --= dropped
     uploadedFirst --= uploadedFirst.collect { case (k, (v, _)) if v == vertex => k }
+    order.notifyAll()
+  }
+
+  /** Drops the uploads executor `id` had not finished: it is gone. */
+  private[recovery] def executorLost(id: String): Unit = order.synchronized {
+    val lost = uploadingOn.collect { case (k, e) if e == id => k }
+    awaitingUpload --= lost
+    uploadingOn --= lost
     order.notifyAll()
   }
 

@@ -51,4 +51,17 @@ class KeptInBackgroundSuite extends AnyFunSuite {
     assert(drained() == Seq(event(6) + "}"))
     L.forgetInBackground("w")
   }
+
+  test("a lost executor's unfinished uploads are not waited for") {
+    drained()
+    L.taskEnded("7", "v", "}", "exec-1")
+    L.taskEnded("8", "v", "}", "exec-2")
+    assert(!L.awaitUploads(50))
+    L.executorLost("exec-1")
+    assert(!L.awaitUploads(50))  // exec-2's upload still runs
+    L.uploaded("8", "v", Some(event(8)))
+    assert(L.awaitUploads(50))
+    L.uploaded("7", "v", Some(event(7)))  // sent before its executor died: not recorded
+    assert(drained() == Seq(event(8) + "}"))
+  }
 }
