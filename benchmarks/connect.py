@@ -31,7 +31,9 @@ talking to it over gRPC); only one run is in flight at any moment.
 - fullwindow vs the native forms over Connect (part 2): one Connect process for the whole
   part; the order of ours and the native forms rotates from round to round.
 
-Inputs are Parquet files written once by a classic process and read by all.
+Inputs are Parquet files written once by a classic process and read by all (``run(...,
+inputs_in="connect")``, part 2 alone, as the smoke test runs it: by the Connect process, with
+the classic session its local server runs in, and no classic process is started).
 
     .venv/bin/python -m benchmarks.connect                  # 9 rounds; part 2: 2 + 9
     .venv/bin/python -m benchmarks.connect --rows 500000 --rounds 5
@@ -165,6 +167,25 @@ def _inputs(spark, rows: int, out_dir: str) -> dict[str, str]:
     return paths
 
 
+def _inputs_in_server_session(rows: int, out_dir: str) -> dict[str, str]:
+    """In a Connect worker: writes the inputs as ``_inputs`` does, with the classic
+    SparkSession that pyspark starts in this process for the local Connect server (its JVM is
+    the server's), so that no classic process has to be started for them. pyspark's functions
+    build Connect columns while SPARK_CONNECT_MODE_ENABLED is set (the remote session sets it),
+    so it is unset while the classic session builds and writes them."""
+    from pyspark.sql.session import SparkSession as ClassicSession
+
+    classic = ClassicSession._instantiatedSession
+    if classic is None:
+        raise RuntimeError("no classic session in this process (not a local Connect server's)")
+    mode = os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    try:
+        return _inputs(classic, rows, out_dir)
+    finally:
+        if mode is not None:
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = mode
+
+
 def _free_port() -> int:
     import socket
 
@@ -215,7 +236,11 @@ def _worker(kind: str) -> int:
         for line in sys.stdin:
             cmd = json.loads(line)
             if cmd["op"] == "inputs":
-                answer({"paths": _inputs(spark, cmd["rows"], cmd["out_dir"])})
+                if kind == "classic":
+                    paths = _inputs(spark, cmd["rows"], cmd["out_dir"])
+                else:
+                    paths = _inputs_in_server_session(cmd["rows"], cmd["out_dir"])
+                answer({"paths": paths})
             elif cmd["op"] == "use":
                 variants = _variants(spark, cmd["paths"])
                 answer({"ok": True})
@@ -312,14 +337,17 @@ def _run_part1(paths: dict[str, str], rounds: int, loads: list[float]) -> list[d
                          times[name], bar) for name, left, right, bar, what in PAIRS]
 
 
-def _run_part2(paths: dict[str, str], rounds: int, warmup: int, loads: list[float]
-               ) -> list[dict[str, Any]]:
+def _run_part2(paths: dict[str, str] | None, rounds: int, warmup: int, loads: list[float],
+               rows: int = 0, out_dir: str = "") -> list[dict[str, Any]]:
     """Ours and every native form of each shape in one Connect process; the order of the forms
     rotates by round. After the first round, a native form (not the baseline) that took over
     the harness's factor (3) times the fastest native form is not run again; one that failed
-    is dropped."""
+    is dropped. ``paths`` None: that process writes the inputs first (``rows``, ``out_dir``),
+    with its local server's classic session."""
     w = _Worker("connect")
     try:
+        if paths is None:
+            paths = w.ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
         w.ask({"op": "use", "paths": paths})
         shapes = []
         for name, ours, shape, baseline, baseline_counts, bar, what in SHAPES:
@@ -387,19 +415,29 @@ def _shape_result(sh: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run(rows: int, rounds: int, warmup: int, out_dir: str, parts: tuple[int, ...] = (1, 2)
-        ) -> dict[str, Any]:
+def run(rows: int, rounds: int, warmup: int, out_dir: str, parts: tuple[int, ...] = (1, 2),
+        inputs_in: str = "classic") -> dict[str, Any]:
+    """``inputs_in="classic"``: a classic process writes the inputs first (what a run from the
+    command line does); ``"connect"``, part 2 alone: its Connect process writes them, with the
+    classic session its local server runs in, and no classic process is started (the smoke
+    test's choice: one JVM start fewer; the inputs are the same files)."""
+    if inputs_in not in ("classic", "connect"):
+        raise ValueError(f"inputs_in must be 'classic' or 'connect', got {inputs_in!r}")
+    if inputs_in == "connect" and tuple(parts) != (2,):
+        raise ValueError("inputs_in='connect' runs part 2 alone (part 1 starts classic processes)")
     loads: list[float] = []
-    w = _Worker("classic")
-    try:
-        paths = w.ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
-    finally:
-        w.stop()
+    paths = None
+    if inputs_in == "classic":
+        w = _Worker("classic")
+        try:
+            paths = w.ask({"op": "inputs", "rows": rows, "out_dir": out_dir})["paths"]
+        finally:
+            w.stop()
     results = []
     if 1 in parts:
         results += _run_part1(paths, rounds, loads)
     if 2 in parts:
-        results += _run_part2(paths, rounds, warmup, loads)
+        results += _run_part2(paths, rounds, warmup, loads, rows, out_dir)
     return {"rows": rows, "rounds": rounds, "warmup": warmup, "partitions": PARTITIONS,
             "parts": list(parts), "load_average_per_round": loads, "results": results}
 

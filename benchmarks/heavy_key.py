@@ -115,24 +115,32 @@ def _session(out_dir: str, conf: dict[str, str], name: str):
 
 
 def _generate(out_dir: str, rows: int, payload: int = 0) -> None:
+    if os.path.exists(os.path.join(_input_path(out_dir, rows, payload), "_SUCCESS")):
+        return
+    spark = _session(out_dir, {"spark.driver.memory": "2g"}, "input")
+    try:
+        _write_input(spark, out_dir, rows, payload)
+    finally:
+        spark.stop()
+
+
+def _write_input(spark, out_dir: str, rows: int, payload: int = 0) -> None:
+    """The input of ``rows`` records (with a ``payload``-character string when given), written
+    with ``spark`` unless it is there already."""
     from pyspark.sql import functions as F
     path = _input_path(out_dir, rows, payload)
     if os.path.exists(os.path.join(path, "_SUCCESS")):
         return
-    spark = _session(out_dir, {"spark.driver.memory": "2g"}, "input")
-    try:
-        seed = 42
-        k = F.when(F.col("id") % 2 == 0, F.lit(0)).otherwise(
-            F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(OTHER_KEYS)) + 1)
-        columns = [k.cast("long").alias("k"), F.xxhash64(F.col("id"), F.lit(seed + 1)).alias("v"),
-                   (F.col("id") % 1000).cast("double").alias("x")]
-        if payload:  # ASCII, different in every record: the id's SHA-256 in hex, repeated
-            hexed = F.sha2(F.col("id").cast("string"), 256)
-            columns.append(F.substring(F.repeat(hexed, -(-payload // 64)), 1, payload).alias("p"))
-        (spark.range(0, rows, 1, numPartitions=PARTITIONS).select(*columns)
-         .write.mode("overwrite").parquet(path))
-    finally:
-        spark.stop()
+    seed = 42
+    k = F.when(F.col("id") % 2 == 0, F.lit(0)).otherwise(
+        F.pmod(F.xxhash64(F.col("id"), F.lit(seed)), F.lit(OTHER_KEYS)) + 1)
+    columns = [k.cast("long").alias("k"), F.xxhash64(F.col("id"), F.lit(seed + 1)).alias("v"),
+               (F.col("id") % 1000).cast("double").alias("x")]
+    if payload:  # ASCII, different in every record: the id's SHA-256 in hex, repeated
+        hexed = F.sha2(F.col("id").cast("string"), 256)
+        columns.append(F.substring(F.repeat(hexed, -(-payload // 64)), 1, payload).alias("p"))
+    (spark.range(0, rows, 1, numPartitions=PARTITIONS).select(*columns)
+     .write.mode("overwrite").parquet(path))
 
 
 def _extra_conf(items: list[str] | None) -> dict[str, str]:
@@ -162,6 +170,8 @@ def _child(args: argparse.Namespace) -> int:
         from benchmarks.natives import (COGROUP_SCHEMA, WIDE_COGROUP_SCHEMA, cogroup_tables,
                                         cogroup_tables_wide)
         from fullwindow import EndOfStreamWindows
+        if args.generate_in_child:  # before anything is timed (the job below is)
+            _write_input(spark, args.out_dir, args.rows, args.payload)
         path = _input_path(args.out_dir, args.rows, args.payload)
         df = spark.read.parquet(path)
         other = spark.read.parquet(path)  # coGroup: the same records on both sides
@@ -270,7 +280,8 @@ def _run_variant(args: argparse.Namespace, variant: str, setting: str) -> dict[s
     rows, payload = _shape(args, variant)
     cmd = [sys.executable, "-m", "benchmarks.heavy_key", "--child", variant, "--setting", setting,
            "--child-json", json_path, "--rows", str(rows), "--payload", str(payload),
-           "--out-dir", args.out_dir, *(f"--conf={c}" for c in args.conf or [])]
+           "--out-dir", args.out_dir, *(f"--conf={c}" for c in args.conf or []),
+           *(["--generate-in-child"] if args.generate_in_child else [])]
     _log(f"{variant}, {setting}: starting ({rows:,} rows"
          + (f" with a {payload}-character payload" if payload else "")
          + f", timeout {args.timeout:.0f} s)")
@@ -423,6 +434,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", default=DEFAULT_OUT)
     p.add_argument("--no-record", action="store_true",
                    help="print only; do not write heavy_key.json and notes/keyed.md")
+    p.add_argument("--generate-in-child", action="store_true",
+                   help="write an input in the first child that reads it (in that variant's "
+                        "session, before its timed job), not in a process of its own: one JVM "
+                        "start fewer, for a smoke test; that child's peak memory then includes "
+                        "the writing")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--setting", help=argparse.SUPPRESS)
     p.add_argument("--child-json", help=argparse.SUPPRESS)
@@ -447,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     command = invocation("benchmarks.heavy_key", argv)
     for rows, payload in sorted({_shape(args, v) for v in variants}):
         _log(f"input: {_input_text(rows, payload)}")
+        if args.generate_in_child:
+            continue
         subprocess.run([sys.executable, "-m", "benchmarks.heavy_key", "--generate", "--rows",
                         str(rows), "--payload", str(payload), "--out-dir", args.out_dir],
                        cwd=ROOT, check=True)

@@ -272,6 +272,7 @@ def test_heavy_key_wide_variants_run(tmp_path):
         [sys.executable, "-m", "benchmarks.heavy_key", "--wide-rows", str(rows), "--payload",
          str(payload), "--timeout", "240", "--settings", "driver 1 GiB + Python 1 GiB",
          "--variants", "cogroup_pandas_wide,native_cogroup_arrow_wide",
+         "--generate-in-child",   # the input written by the first variant's JVM: none of its own
          "--out-dir", str(tmp_path / "out"), "--no-record"],
         cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -358,7 +359,9 @@ def test_connect_benchmark_measures_every_native_form_over_connect(tmp_path):
 
     # 300 rows: at most 300 of the 10,000 keys, so each form's Python runs at most 300 groups
     # (what the test checks is that every form runs and is reported, not its speed)
-    record = connect.run(rows=300, rounds=1, warmup=0, out_dir=str(tmp_path), parts=(2,))
+    # the inputs written in the Connect process (its server's classic session): one JVM, not two
+    record = connect.run(rows=300, rounds=1, warmup=0, out_dir=str(tmp_path), parts=(2,),
+                         inputs_in="connect")
     by_name = {r["name"]: r for r in record["results"]}
     assert set(by_name) == {s[0] for s in connect.SHAPES}
     expected = {
