@@ -52,6 +52,30 @@ for tid in os.listdir(f"/proc/{jvm}/task"):
 
 # strace -y prints an fd with its path: fsync(37</tmp/x/.part-1.tmp>) = 0
 CALL = re.compile(r'^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+)')
+# a call another traced thread interrupted is printed in two lines (-f): its start, then its end
+UNFINISHED = re.compile(r'^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?(\w+\(.*) <unfinished \.\.\.>$')
+RESUMED = re.compile(r'^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?<\.\.\. \w+ resumed>(.*)$')
+
+
+def _calls(trace: str) -> list[tuple[str, str, str]]:
+    """The successful calls of an strace -f output, in the order they ended: (name, arguments,
+    thread id), a call printed in two lines (interrupted by another thread's) joined again."""
+    started: dict[str, str] = {}
+    calls = []
+    with open(trace) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = UNFINISHED.match(line)
+            if m:
+                started[m.group(1)] = m.group(2)
+                continue
+            m = RESUMED.match(line)
+            if m and m.group(1) in started:
+                line = f"{m.group(1)} {started.pop(m.group(1))}{m.group(2)}"
+            m = CALL.match(line)
+            if m and m.group(4) == "0":
+                calls.append((m.group(2), m.group(3), m.group(1)))
+    return calls
 
 
 def _local(path: str) -> str:
@@ -77,11 +101,7 @@ def test_committed_files_are_synced_before_their_events(tmp_path):
     # and the map outputs of the count's shuffle, which the default scope (the whole job) keeps
     assert len([p for p in paths if "/operators/" in p]) == 6, paths
     assert any("/shuffles/" in p for p in paths), paths
-    calls = []
-    for line in open(trace):
-        m = CALL.match(line)
-        if m and m.group(4) == "0":
-            calls.append((m.group(2), m.group(3), m.group(1)))
+    calls = _calls(trace)
 
     def first(pred, after=-1):
         return next((i for i, c in enumerate(calls) if i > after and pred(c)), None)
