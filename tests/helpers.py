@@ -218,6 +218,27 @@ def fast_jvm(env: dict) -> dict:
     return env
 
 
+def class_data_archive_options(env: dict) -> list[str]:
+    """The class-data archive options dev/test gives the line's JVMs in ``SPARK_SUBMIT_OPTS``
+    (``-XX:SharedArchiveFile=...`` and its ``-Xlog:cds`` settings); none without an archive."""
+    opts = env.get("SPARK_SUBMIT_OPTS", "").split()
+    if not any(w.startswith("-XX:SharedArchiveFile=") for w in opts):
+        return []
+    return [w for w in opts if w.startswith(("-XX:SharedArchiveFile=", "-Xlog:cds"))]
+
+
+def with_class_data_archive(env: dict) -> dict:
+    """``env`` whose ``JDK_JAVA_OPTIONS`` carry the line's class-data archive options too: for JVMs
+    started by another JVM without spark-submit's options (a standalone worker's executors),
+    which then map the archive as the drivers do, if their class path begins with the archived
+    one (an executor's does); a JVM that cannot map it runs without it."""
+    given = env.get("JDK_JAVA_OPTIONS", "").split()
+    more = [w for w in class_data_archive_options(env) if w not in given]
+    if more:
+        env["JDK_JAVA_OPTIONS"] = " ".join(given + more)
+    return env
+
+
 #: the job events each RecoveryJob read while one poll's condition is evaluated (None: outside a
 #: poll): a condition such as ``len(job.finished(job.fingerprints()[1])) >= 1`` reads them once
 _POLL_READS: dict | None = None
