@@ -239,6 +239,22 @@ def with_class_data_archive(env: dict) -> dict:
     return env
 
 
+def base_archive_only(env: dict) -> list[str]:
+    """JVM options that put a JVM given the line's archive in ``JDK_JAVA_OPTIONS`` back on the
+    JDK's own class-data archive (for one whose class path is not the archived one); none when
+    ``env`` gives no archive or the JDK has none."""
+    if not any(w.startswith("-XX:SharedArchiveFile=")
+               for w in env.get("JDK_JAVA_OPTIONS", "").split()):
+        return []
+    import shutil
+
+    java = shutil.which("java", path=env.get("PATH"))
+    home = env.get("JAVA_HOME") or (os.path.dirname(os.path.dirname(os.path.realpath(java)))
+                                    if java else "")
+    base = os.path.join(home, "lib", "server", "classes.jsa")
+    return [f"-XX:SharedArchiveFile={base}"] if home and os.path.exists(base) else []
+
+
 #: the job events each RecoveryJob read while one poll's condition is evaluated (None: outside a
 #: poll): a condition such as ``len(job.finished(job.fingerprints()[1])) >= 1`` reads them once
 _POLL_READS: dict | None = None
