@@ -42,15 +42,9 @@ class StandaloneCluster:
         # executors (which a worker starts with neither SPARK_SUBMIT_OPTS nor
         # SPARK_DAEMON_JAVA_OPTS) map the line's class-data archive through JDK_JAVA_OPTIONS, which
         # they inherit from their worker: 6.4 -> 3.9 CPU s an executor for a small job
-        from helpers import base_archive_only, fast_jvm, with_class_data_archive
+        from helpers import fast_jvm, with_class_data_archive
 
-        env = with_class_data_archive(fast_jvm(env))
-        # spark-class's own launcher JVM (jars/* only: not the archived class path) would read
-        # JDK_JAVA_OPTIONS' archive too, find its class path another, and run with no archive at
-        # all; its options (SPARK_LAUNCHER_OPTS, after JDK_JAVA_OPTIONS) keep it on the JDK's
-        env["SPARK_LAUNCHER_OPTS"] = " ".join(
-            [env.get("SPARK_LAUNCHER_OPTS", ""), *base_archive_only(env)]).strip()
-        return env
+        return with_class_data_archive(fast_jvm(env))
 
     def _start(self, name: str, *args: str) -> subprocess.Popen:
         log = open(os.path.join(self.logdir, f"{name}.log"), "w")

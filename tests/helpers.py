@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -231,28 +232,30 @@ def with_class_data_archive(env: dict) -> dict:
     """``env`` whose ``JDK_JAVA_OPTIONS`` carry the line's class-data archive options too: for JVMs
     started by another JVM without spark-submit's options (a standalone worker's executors),
     which then map the archive as the drivers do, if their class path begins with the archived
-    one (an executor's does); a JVM that cannot map it runs without it."""
+    one (an executor's does). spark-class's own launcher JVM (jars/* alone: not the archived
+    class path) would read them too, fail to validate the archive and run with none at all, not
+    even the JDK's; its options (``SPARK_LAUNCHER_OPTS``, after ``JDK_JAVA_OPTIONS``) put it back
+    on the JDK's."""
+    archive = class_data_archive_options(env)
+    if not archive:
+        return env
     given = env.get("JDK_JAVA_OPTIONS", "").split()
-    more = [w for w in class_data_archive_options(env) if w not in given]
-    if more:
-        env["JDK_JAVA_OPTIONS"] = " ".join(given + more)
+    env["JDK_JAVA_OPTIONS"] = " ".join(given + [w for w in archive if w not in given])
+    base = _jdk_class_data_archive(env)
+    launcher = env.get("SPARK_LAUNCHER_OPTS", "").split()
+    if base and f"-XX:SharedArchiveFile={base}" not in launcher:
+        env["SPARK_LAUNCHER_OPTS"] = " ".join(launcher + [f"-XX:SharedArchiveFile={base}"])
     return env
 
 
-def base_archive_only(env: dict) -> list[str]:
-    """JVM options that put a JVM given the line's archive in ``JDK_JAVA_OPTIONS`` back on the
-    JDK's own class-data archive (for one whose class path is not the archived one); none when
-    ``env`` gives no archive or the JDK has none."""
-    if not any(w.startswith("-XX:SharedArchiveFile=")
-               for w in env.get("JDK_JAVA_OPTIONS", "").split()):
-        return []
-    import shutil
-
+def _jdk_class_data_archive(env: dict) -> str | None:
+    """The JDK's own class-data archive (the java spark-class runs: JAVA_HOME's, else PATH's), or
+    None where it has none."""
     java = shutil.which("java", path=env.get("PATH"))
     home = env.get("JAVA_HOME") or (os.path.dirname(os.path.dirname(os.path.realpath(java)))
                                     if java else "")
     base = os.path.join(home, "lib", "server", "classes.jsa")
-    return [f"-XX:SharedArchiveFile={base}"] if home and os.path.exists(base) else []
+    return base if home and os.path.exists(base) else None
 
 
 #: the job events each RecoveryJob read while one poll's condition is evaluated (None: outside a
