@@ -99,18 +99,29 @@ class Job:
         self.crashed = self.events()
         return executed_plan(df)
 
-    def resume(self, build, settings: dict[str, str] | None = None
+    def resume(self, build, settings: dict[str, str] | None = None, checked: int | None = None
                ) -> tuple[list[tuple], str, list[dict]]:
         """The job started again (``settings`` changed first) and ``build()`` run: its sorted
-        rows, its plan, and the shuffle events (vertexInitialized, taskFinished) it recorded."""
+        rows, its plan, and the shuffle events (vertexInitialized, taskFinished) it recorded.
+        ``checked``: that many kept shuffles' files are checked in the background from the
+        job's open, before any query of it (the check is over before ``build()``)."""
         import fullwindow
         from fullwindow.recovery._jobs import _runtime
 
         for k, v in (settings or {}).items():
             self.spark.conf.set(k, v)
         fullwindow.recovery.flush(self.spark)
-        _runtime.close_job(os.path.join(self.dir, self.name))
+        job_dir = os.path.join(self.dir, self.name)
+        _runtime.close_job(job_dir)
         fullwindow.recovery.start(self.spark)
+        if checked is not None:
+            shuffles = self.spark.sparkContext._jvm.org.apache.spark.sql.fullwindow.recovery \
+                .JobShuffles
+            deadline = time.monotonic() + 60
+            while shuffles.checksOf(job_dir) != f"{checked}/{checked}" \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert shuffles.checksOf(job_dir) == f"{checked}/{checked}"
         df = build()
         rows = sorted(tuple(r) for r in df.collect())
         new = [e for e in self.events()[len(self.crashed):]
@@ -205,7 +216,7 @@ def test_skew_join_crashed_after_the_join_reads_both_sides_back(spark, tmp_path)
         assert "SortMergeJoin(skew=true)" in plan and "coalesced and skewed" in plan, plan
         kept = _kept_whole(job)
         assert sorted(kept.values()) == [2, MAPS]
-        rows, plan, new = job.resume(build)
+        rows, plan, new = job.resume(build, checked=len(kept))
         assert rows == JOINED
         for fp, maps in kept.items():
             assert f"FullWindowCommittedInput {fp} ({maps} map outputs" in plan, plan

@@ -2,7 +2,7 @@ package org.apache.spark.sql.fullwindow.recovery
 
 import java.nio.charset.StandardCharsets
 import java.security.MessageDigest
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{CancellationException, ConcurrentHashMap, ExecutionException, FutureTask}
 
 import scala.util.control.NonFatal
 
@@ -22,6 +22,7 @@ import org.apache.spark.sql.fullwindow.FullWindowErrors
 import org.apache.spark.sql.fullwindow.execution.{FullWindowCommitExec, FullWindowCommittedInputExec, FullWindowCommittingExchangeExec, FullWindowRecoveredScanExec}
 import org.apache.spark.sql.fullwindow.shims.SparkShims
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.util.{ThreadUtils, Utils}
 
 /**
  * Whole-job recovery (`spark.fullwindow.recovery.scope=job`, issue 48): every shuffle of every
@@ -58,25 +59,80 @@ object JobShuffles extends Logging {
 
   private val recorded = new ConcurrentHashMap[String, ConcurrentHashMap[String, Recorded]]()
 
+  /** Records what earlier runs kept of shuffle `fp` of job `jobDir` (at the job's open), and
+    * starts checking its kept files in the background: the check (a listing, the CRC32 of every
+    * kept file) runs while the job's first queries are planned, instead of before their first
+    * stage. */
   def put(jobDir: String, fp: String, r: Recorded): Unit = {
     recorded.computeIfAbsent(jobDir, _ => new ConcurrentHashMap[String, Recorded]()).put(fp, r)
-    presentOf.remove((jobDir, fp))
+    SparkContext.getActive match {
+      case Some(sc) if r.maps.nonEmpty =>
+        val check = checkOf(r, sc)
+        Option(presentOf.put((jobDir, fp), check)).foreach(_.cancel(false))
+        checks.execute(check)
+      case _ => Option(presentOf.remove((jobDir, fp))).foreach(_.cancel(false))
+    }
   }
 
   def get(jobDir: String, fp: String): Option[Recorded] =
     Option(recorded.get(jobDir)).flatMap(m => Option(m.get(fp)))
 
-  // (job, fp) -> its kept maps found intact: listed once per run, not at every planning round
-  private val presentOf = new ConcurrentHashMap[(String, String), Map[Int, KeptMap]]()
+  // (job, fp) -> the check of its kept maps (which are intact): once per run, not at every
+  // planning round; started at the job's open (`put`), in the background
+  private val presentOf = new ConcurrentHashMap[(String, String), FutureTask[Map[Int, KeptMap]]]()
+
+  // one thread: the checks of a job's shuffles queue in the order their events were recorded;
+  // a query that needs one not started yet runs it itself (`keptIntact`)
+  private lazy val checks = ThreadUtils.newDaemonSingleThreadExecutor("fullwindow-kept-check")
+
+  /** The check of `r`'s kept files, run by whichever thread comes first: with the local
+    * properties of the thread that asked for it (a Spark job it runs on a cluster carries that
+    * thread's job tags and description, as if that thread ran it). */
+  private def checkOf(r: Recorded, sc: SparkContext): FutureTask[Map[Int, KeptMap]] = {
+    val props = Utils.cloneProperties(sc.getLocalProperties)
+    new FutureTask[Map[Int, KeptMap]](() => {
+      val own = sc.getLocalProperties
+      sc.setLocalProperties(props)
+      try present(r, sc) finally sc.setLocalProperties(own)
+    })
+  }
+
+  /** The kept maps of shuffle `fp` whose files are intact: the check started at the job's open
+    * (waited for), else one run now. A check that failed is not kept: the next query asks
+    * again. */
+  private def keptIntact(jobDir: String, fp: String, r: Recorded,
+      sc: SparkContext): Map[Int, KeptMap] = {
+    val key = (jobDir, fp)
+    val check = presentOf.computeIfAbsent(key, _ => checkOf(r, sc))
+    check.run()  // not started: run here (a no-op if it ran, or runs, on the checks' thread)
+    try check.get()
+    catch {
+      case e: ExecutionException =>
+        presentOf.remove(key, check)
+        throw Option(e.getCause).getOrElse(e)
+      case _: CancellationException => present(r, sc)  // replaced or forgotten meanwhile
+    }
+  }
+
+  /** For tests: `done/started` of the checks of job `jobDir`'s kept shuffles begun so far. */
+  def checksOf(jobDir: String): String = {
+    val mine = presentOf.entrySet().toArray(Array.empty[java.util.Map.Entry[(String, String),
+      FutureTask[Map[Int, KeptMap]]]]).filter(_.getKey._1 == jobDir).map(_.getValue)
+    s"${mine.count(_.isDone)}/${mine.length}"
+  }
 
   def forget(jobDir: String, fp: String): Unit = {
     Option(recorded.get(jobDir)).foreach(_.remove(fp))
-    presentOf.remove((jobDir, fp))
+    Option(presentOf.remove((jobDir, fp))).foreach(_.cancel(false))
   }
 
   def forget(jobDir: String): Unit = {
     recorded.remove(jobDir)
-    presentOf.keySet().removeIf(_._1 == jobDir)
+    presentOf.entrySet().removeIf { e =>
+      val mine = e.getKey._1 == jobDir
+      if (mine) e.getValue.cancel(false)
+      mine
+    }
   }
 
   /** The job directory whole-job recovery keeps shuffles for in this session now, if any. */
@@ -285,9 +341,7 @@ object JobShuffles extends Logging {
     val n = e.outputPartitioning.numPartitions
     val dir = s"${jobDir.stripSuffix("/")}/shuffles/$fp"
     val rec = get(jobDir, fp).filter(_.layout.startsWith(reducePart(n, codec)))
-    val kept = rec.map { r =>
-      presentOf.computeIfAbsent((jobDir, fp), _ => present(r, sc))
-    }.getOrElse(Map.empty)
+    val kept = rec.map(keptIntact(jobDir, fp, _, sc)).getOrElse(Map.empty)
     val complete = rec.exists { r =>
       r.numMaps > 0 && (0 until r.numMaps).forall(kept.contains) &&
         (stable || kept.values.map(_.generation).toSet.size == 1)
