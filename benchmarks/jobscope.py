@@ -32,9 +32,10 @@ round is INVALID.
 ``--recovery-root hdfs`` or ``s3`` runs part **overhead** with the job's directory on a real
 HDFS (tests/hdfs.MiniHDFS) or a real S3 API server (moto, tests/s3.MotoS3), each its own
 process on 127.0.0.1, started for the run; the parts are recorded as ``overhead_hdfs`` and
-``overhead_s3``. There each kept map output is copied to the store by its map task: beside the
-ratio, the table gives how long the map tasks spent keeping their outputs (the ``commitMs`` of
-their task-finished events) against their whole run time.
+``overhead_s3``. There each kept map output is uploaded to the store by a thread of its
+executor after its map task ended: beside the ratio, the table gives how long the map tasks spent
+keeping their outputs (the ``commitMs`` of their task-finished events) against their whole run
+time, and how long the upload threads spent (``uploadMs``).
 
 Results go to ``benchmarks/jobscope.json`` and to ``benchmarks/notes/jobscope.md`` (then
 RESULTS.md is rendered again).
@@ -70,7 +71,7 @@ RESUME_BAR = 0.6
 REMOTE_PARTS = ("overhead_hdfs", "overhead_s3")
 PARTS = ("overhead", "resume", *REMOTE_PARTS)
 DIM_FILES = 2
-DEFAULTS = {"rows": 16_000_000, "partitions": 8, "keys": 200_000, "groups": 4_000_000,
+DEFAULTS = {"rows": 40_000_000, "partitions": 8, "keys": 200_000, "groups": 4_000_000,
             "resume_rounds": 3, "overhead_rounds": 3}
 QUICK = {"rows": 200_000, "partitions": 4, "keys": 5_000, "groups": 50_000,
          "resume_rounds": 1, "overhead_rounds": 1}
@@ -481,9 +482,10 @@ def _sizes(r: dict[str, Any]) -> str:
 
 def _markdown(record: dict[str, Any]) -> str:
     m = record.get("machine") or {}
+    head = {**record, **(record.get('overhead') or record.get('resume') or {})}
     lines = [BEGIN,
              f"**Whole-job recovery** (`scope=job`; "
-             f"{_sizes({**record, **(record.get('overhead') or record.get('resume') or {})})}, "
+             f"{_sizes(head)}, "
              "`local[2]`, recovery "
              f"directory on the local disk unless said; {m.get('cores', '?')} cores, "
              f"{m.get('memory_gib', '?')} GiB RAM). "
@@ -506,7 +508,9 @@ def _markdown(record: dict[str, Any]) -> str:
         else:
             lines.append(f"| {bar} | – | – | {ov.get('status')} |")
     if rs:
-        lines.append(f"| resumed / uninterrupted job time ≤ {RESUME_BAR}× | "
+        lines.append(f"| resumed / uninterrupted job time ≤ {RESUME_BAR}×"
+                     + (f" ({rs['rows']:,} rows)" if rs.get("rows", head.get("rows"))
+                        != head.get("rows") else "") + " | "
                      f"{_fr(rs.get('job_ratio'))} | {rs.get('valid_rounds')} of "
                      f"{len(rs['rounds'])} | {rs['status']} |")
         lines.append(f"| (job CPU time, not the bar) | {_fr(rs.get('cpu_ratio'))} | "
@@ -544,7 +548,10 @@ def _markdown(record: dict[str, Any]) -> str:
                if ov.get("upload_s") else ""),
             ""]
     if rs:
-        lines += [f"Resume rounds (killed when {rs['kill_at_maps']} of the job's "
+        own = {k: rs[k] for k in ("rows", "partitions", "keys", "groups") if k in rs}
+        sized = (f" ({_sizes({**head, **own})})"
+                 if any(head.get(k) != v for k, v in own.items()) else "")
+        lines += [f"Resume rounds{sized} (killed when {rs['kill_at_maps']} of the job's "
                   f"{rs['map_tasks']} shuffle map tasks were kept):", "",
                   "| round | order | U job / process s | R killed at s of its process (maps "
                   "kept) | resumed job s (maps computed) | job ratio | output |",
