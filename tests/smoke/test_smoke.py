@@ -1,7 +1,8 @@
 """The smoke suite dev/test runs on every Spark line besides the default one, in that line's own
 venv with the wheel installed: each operation once, non-keyed and keyed, coGroup, the SQL hint,
-an error mapping, and a short kill-and-resume of a recovering job. It asserts results and plans,
-so a line whose jar or Python internals do not fit fails here."""
+an error mapping, and two short kill-and-resume runs of recovering jobs (a full-window one, and a
+plain one under whole-job recovery). It asserts results and plans, so a line whose jar or Python
+internals do not fit fails here."""
 from __future__ import annotations
 
 import os
@@ -158,6 +159,18 @@ def test_recovery_kill_and_resume(tmp_path):
     assert job.output() == expected_rows()
     assert job.ran("A", "r2") == []
     assert job.ran("B", "r2") == sorted(PARTS - done_b)
+
+
+def test_whole_job_kill_and_resume(tmp_path):
+    """Whole-job recovery (the default scope) on this line: a plain job (Python UDFs, a shuffle
+    join, an aggregation, a Parquet write; no full-window operation) killed once 2 of its slow
+    map stage's 4 outputs are kept; the resume reads the join's shuffles back, runs only the
+    missing map tasks, and writes the uninterrupted run's output (tests/test_recovery_jobscope.py
+    has the checks)."""
+    from test_recovery_jobscope import Job as WholeJob
+    from test_recovery_jobscope import killed_midway_and_resumed
+
+    killed_midway_and_resumed(WholeJob(tmp_path / "whole", "whole"))
 
 
 def total(key, frames):
