@@ -24,7 +24,7 @@ import time
 import warnings
 
 import pytest
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
@@ -88,21 +88,23 @@ class Job:
             warnings.simplefilter("ignore")
             return job_events(self.dir, self.name)
 
-    def crash(self, df) -> str:
-        """Runs ``df`` to its crash; its plan as it stood (the stages it had planned)."""
+    def crash(self, df, action=None) -> str:
+        """Runs ``df`` to its crash (``action(df)``; None: ``df.collect()``); its plan as it
+        stood (the stages it had planned)."""
         open(self.flag, "w").close()
         try:
             with pytest.raises(Exception, match=CRASH):
-                df.collect()
+                (action or DataFrame.collect)(df)
         finally:
             os.remove(self.flag)
         self.crashed = self.events()
         return executed_plan(df)
 
-    def resume(self, build, settings: dict[str, str] | None = None, checked: int | None = None
-               ) -> tuple[list[tuple], str, list[dict]]:
-        """The job started again (``settings`` changed first) and ``build()`` run: its sorted
-        rows, its plan, and the shuffle events (vertexInitialized, taskFinished) it recorded.
+    def resume(self, build, settings: dict[str, str] | None = None, checked: int | None = None,
+               action=None) -> tuple[list[tuple], str, list[dict]]:
+        """The job started again (``settings`` changed first) and ``build()`` run (by
+        ``action(df)``, which returns its rows; None: ``df.collect()``): its sorted rows, its
+        plan, and the shuffle events (vertexInitialized, taskFinished) it recorded.
         ``checked``: that many kept shuffles' files are checked in the background from the
         job's open, before any query of it (the check is over before ``build()``)."""
         import fullwindow
@@ -123,7 +125,7 @@ class Job:
                 time.sleep(0.05)
             assert shuffles.checksOf(job_dir) == f"{checked}/{checked}"
         df = build()
-        rows = sorted(tuple(r) for r in df.collect())
+        rows = sorted(tuple(r) for r in (action or DataFrame.collect)(df))
         new = [e for e in self.events()[len(self.crashed):]
                if e["type"] in ("vertexInitialized", "taskFinished")]
         return rows, executed_plan(df), new
@@ -619,6 +621,28 @@ def test_scalar_subquery(spark, tmp_path):
         finally:
             spark.catalog.dropTempView("shapes_facts")
             spark.sql("DROP TEMPORARY FUNCTION IF EXISTS shapes_crash")
+
+
+def test_an_rdd_action_keeps_the_shuffles_of_its_dataframe(spark, tmp_path):
+    """An action of ``df.rdd`` (rows mapped to tuples in Python, collected) runs ``df``'s query
+    as any action does: crashed in the aggregation's map stage, it kept part of that shuffle,
+    and the resumed ``df.rdd`` action runs only the missing map tasks. (A shuffle of the RDD API
+    itself, after ``.rdd``, is no query's: not kept, docs/recovery.md.)"""
+    def action(df):
+        return df.rdd.map(lambda r: (r.k, r.s)).collect()
+
+    with _job(spark, tmp_path, "rdd", NO_BROADCAST) as job:
+        def build():
+            crash = job.crash_on(ROWS - 1)
+            return (_facts(spark).select(crash("id").alias("id"), "k")
+                    .groupBy("k").agg(F.sum("id").alias("s")))
+
+        job.crash(build(), action)
+        [agg] = [e["fingerprint"] for e in _shuffles(job.crashed)]
+        done = _partly_kept(job, agg)
+        rows, _, new = job.resume(build, action=action)
+        assert rows == sorted(_sums().items())
+        _partly_reused(new, agg, done)
 
 
 def _exchange_fingerprint(spark, df) -> str:
