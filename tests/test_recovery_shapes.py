@@ -24,7 +24,7 @@ import time
 import warnings
 
 import pytest
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
@@ -65,6 +65,10 @@ def _crash_at(flag: str, bad: int):
     return crash
 
 
+def _collect(df) -> list:
+    return df.collect()
+
+
 class Job:
     """One recoverable job in the shared session: its crash flag, its events, its runs."""
 
@@ -94,7 +98,7 @@ class Job:
         open(self.flag, "w").close()
         try:
             with pytest.raises(Exception, match=CRASH):
-                (action or DataFrame.collect)(df)
+                (action or _collect)(df)
         finally:
             os.remove(self.flag)
         self.crashed = self.events()
@@ -125,7 +129,7 @@ class Job:
                 time.sleep(0.05)
             assert shuffles.checksOf(job_dir) == f"{checked}/{checked}"
         df = build()
-        rows = sorted(tuple(r) for r in (action or DataFrame.collect)(df))
+        rows = sorted(tuple(r) for r in (action or _collect)(df))
         new = [e for e in self.events()[len(self.crashed):]
                if e["type"] in ("vertexInitialized", "taskFinished")]
         return rows, executed_plan(df), new
