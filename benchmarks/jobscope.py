@@ -483,6 +483,10 @@ def _sizes(r: dict[str, Any]) -> str:
 def _markdown(record: dict[str, Any]) -> str:
     m = record.get("machine") or {}
     head = {**record, **(record.get('overhead') or record.get('resume') or {})}
+    rs = record.get("resume")
+    # the resume part's sizes where it was run at others than the header's
+    rs_sizes = {k: rs[k] for k in ("rows", "partitions", "keys", "groups") if k in rs} if rs else {}
+    rs_other = any(head.get(k) != v for k, v in rs_sizes.items())
     lines = [BEGIN,
              f"**Whole-job recovery** (`scope=job`; "
              f"{_sizes(head)}, "
@@ -497,7 +501,6 @@ def _markdown(record: dict[str, Any]) -> str:
                  for n in PARTS if n in record) + ".", "",
              "| bar | measured | rounds | status |", "|---|---|---|---|"]
     overheads = [(n, record[n]) for n in ("overhead", *REMOTE_PARTS) if n in record]
-    rs = record.get("resume")
     for name, ov in overheads:
         where = "" if name == "overhead" else f", job directory on {name.split('_')[1].upper()}"
         bar = (f"recovery on / off ≤ {OVERHEAD_BAR:.2f}×" if name == "overhead" else
@@ -509,8 +512,9 @@ def _markdown(record: dict[str, Any]) -> str:
             lines.append(f"| {bar} | – | – | {ov.get('status')} |")
     if rs:
         lines.append(f"| resumed / uninterrupted job time ≤ {RESUME_BAR}×"
-                     + (f" ({rs['rows']:,} rows)" if rs.get("rows", head.get("rows"))
-                        != head.get("rows") else "") + " | "
+                     + (f" ({rs_sizes['rows']:,} rows)"
+                        if rs_sizes.get("rows", head.get("rows")) != head.get("rows") else "")
+                     + " | "
                      f"{_fr(rs.get('job_ratio'))} | {rs.get('valid_rounds')} of "
                      f"{len(rs['rounds'])} | {rs['status']} |")
         lines.append(f"| (job CPU time, not the bar) | {_fr(rs.get('cpu_ratio'))} | "
@@ -548,9 +552,7 @@ def _markdown(record: dict[str, Any]) -> str:
                if ov.get("upload_s") else ""),
             ""]
     if rs:
-        own = {k: rs[k] for k in ("rows", "partitions", "keys", "groups") if k in rs}
-        sized = (f" ({_sizes({**head, **own})})"
-                 if any(head.get(k) != v for k, v in own.items()) else "")
+        sized = f" ({_sizes({**head, **rs_sizes})})" if rs_other else ""
         lines += [f"Resume rounds{sized} (killed when {rs['kill_at_maps']} of the job's "
                   f"{rs['map_tasks']} shuffle map tasks were kept):", "",
                   "| round | order | U job / process s | R killed at s of its process (maps "

@@ -28,7 +28,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from helpers import executed_plan, kept_conf
+from helpers import executed_plan, kept_conf, wait_until
 
 ROWS = 4000
 MAPS = 4  # map tasks of every shuffle over the facts (spark.range's 4 slices)
@@ -123,11 +123,9 @@ class Job:
         if checked is not None:
             shuffles = self.spark.sparkContext._jvm.org.apache.spark.sql.fullwindow.recovery \
                 .JobShuffles
-            deadline = time.monotonic() + 60
-            while shuffles.checksOf(job_dir) != f"{checked}/{checked}" \
-                    and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert shuffles.checksOf(job_dir) == f"{checked}/{checked}"
+            wait_until(lambda: shuffles.checksOf(job_dir) == f"{checked}/{checked}", 60,
+                       f"the checks of {checked} kept shuffles done before the first query",
+                       every=0.05)
         df = build()
         rows = sorted(tuple(r) for r in (action or _collect)(df))
         new = [e for e in self.events()[len(self.crashed):]
